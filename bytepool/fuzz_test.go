@@ -1,0 +1,189 @@
+package bytepool_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/memtest"
+)
+
+// expect is what a goroutine's model says the pool's counters must show.
+type expect struct {
+	allocs, frees, badFrees, failures uint64
+}
+
+// FuzzPool decodes the input into Get, TryGet, Put, Cache and bad-Put
+// operations on one to three goroutines, each with its own model, and checks
+// that no two live buffers overlap, that every byte written reads back until
+// Put, and that the pool's stats agree with the models.
+func FuzzPool(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{1, 0, 200, 0, 0, 255, 255, 4, 0, 4, 1, 5, 9, 9, 6, 0, 8, 100, 0})
+	f.Add([]byte{2, 3, 0, 0, 1, 1, 16, 0, 2, 0, 64, 4, 0, 3, 0, 2, 7, 8, 7, 1, 2})
+	f.Add([]byte{5, 0, 255, 1, 0, 255, 1, 0, 255, 1, 3, 255, 1, 4, 0, 4, 0, 4, 0})
+	f.Fuzz(runFuzzBody)
+}
+
+func runFuzzBody(t *testing.T, data []byte) {
+	{
+		ops := memtest.NewOps(data)
+		cfg := ops.Byte()
+		const maxSize = 64 << 10
+		opts := []bytepool.Option{bytepool.WithMaxSize(maxSize)}
+		switch cfg % 3 {
+		case 1:
+			opts = append(opts, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(256<<10))
+		case 2:
+			opts = append(opts, bytepool.WithZeroing())
+		}
+		if cfg&4 != 0 {
+			opts = append(opts, bytepool.WithShards(1))
+		}
+		p, err := bytepool.New(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers := 1 + int(cfg>>3)%3
+		streams := ops.Split(workers, 16)
+		models := make([]*memtest.Model, workers)
+		expects := make([]expect, workers)
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			models[w] = memtest.NewModel(w)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[w] = runOps(p, streams[w], models[w], &expects[w])
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := memtest.CheckDisjoint(models...); err != nil {
+			t.Fatal(err)
+		}
+		var want expect
+		var live, inUse uint64
+		for w := range workers {
+			want.allocs += expects[w].allocs
+			want.frees += expects[w].frees
+			want.badFrees += expects[w].badFrees
+			want.failures += expects[w].failures
+			for _, blk := range models[w].Live {
+				live++
+				inUse += uint64(cap(blk.Buf))
+			}
+		}
+		var s memkit.Stats
+		p.ReadStats(&s)
+		if s.Allocs != want.allocs || s.Frees != want.frees || s.BadFrees != want.badFrees ||
+			s.Failures != want.failures || s.LiveObjects != live || s.InUseBytes != inUse {
+			t.Fatalf("stats %v\nmodel: %+v live %d in use %d", &s, want, live, inUse)
+		}
+		if s.ReservedBytes < s.InUseBytes {
+			t.Fatalf("reserved %d < in use %d", s.ReservedBytes, s.InUseBytes)
+		}
+		for _, m := range models {
+			for len(m.Live) > 0 {
+				b, err := m.Remove(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Put(b)
+			}
+		}
+		p.ReadStats(&s)
+		if s.LiveObjects != 0 || s.InUseBytes != 0 {
+			t.Fatalf("after returning everything: %v", &s)
+		}
+	}
+}
+
+// maxLive bounds each goroutine's live buffers, so that one input's cost
+// stays small and the fuzzer keeps its pace.
+const maxLive = 48
+
+// size decodes a request size: mostly small, sometimes up to a little above
+// the largest class.
+func size(ops *memtest.Ops) int {
+	n := ops.Uint16()
+	if n&1 == 0 {
+		return n % 4100
+	}
+	return n % 70000
+}
+
+func runOps(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect) error {
+	c := p.NewCache()
+	defer c.Release()
+	for ops.More() {
+		op := ops.Byte()
+		if len(m.Live) >= maxLive && op%8 != 6 && op%8 != 7 {
+			op = 3 // too many live: put one back instead
+		}
+		switch op % 8 {
+		case 0, 1: // Get, sizes up to a little above the largest class
+			n := size(ops)
+			b := p.Get(n)
+			if len(b) != n {
+				return errorf("Get(%d) returned len %d", n, len(b))
+			}
+			if _, err := m.Add(b); err != nil {
+				return err
+			}
+			e.allocs++
+		case 2: // TryGet
+			n := size(ops)
+			b, ok := p.TryGet(n)
+			if !ok {
+				e.failures++
+				continue
+			}
+			if _, err := m.Add(b); err != nil {
+				return err
+			}
+			e.allocs++
+		case 3, 4: // Put a live buffer, to the pool or the cache
+			if len(m.Live) == 0 {
+				continue
+			}
+			b, err := m.Remove(int(ops.Byte()) % len(m.Live))
+			if err != nil {
+				return err
+			}
+			if op&1 == 0 {
+				c.Put(b)
+			} else {
+				p.Put(b)
+			}
+			e.frees++
+		case 5: // Cache Get
+			n := size(ops)
+			if _, err := m.Add(c.Get(n)); err != nil {
+				return err
+			}
+			e.allocs++
+		case 6: // Put of memory the pool never handed out, with a capacity that is no class
+			n := 1 + int(ops.Byte())*97
+			if n == 64 || p.ClassSize(n) == n {
+				continue
+			}
+			p.Put(make([]byte, n))
+			e.badFrees++
+		case 7:
+			if err := m.VerifyAll(); err != nil {
+				return err
+			}
+		}
+	}
+	return m.VerifyAll()
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -1,0 +1,602 @@
+package bytepool_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/memtest"
+)
+
+func mustNew(t testing.TB, opts ...bytepool.Option) *bytepool.Pool {
+	t.Helper()
+	p, err := bytepool.New(opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p
+}
+
+// policies are the configurations every behavioural test runs against.
+var policies = []struct {
+	name string
+	opts []bytepool.Option
+}{
+	{"elastic", nil},
+	{"bounded", []bytepool.Option{bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(16 << 20)}},
+	{"zeroing", []bytepool.Option{bytepool.WithZeroing()}},
+}
+
+func forEachPolicy(t *testing.T, f func(t *testing.T, p *bytepool.Pool)) {
+	for _, pc := range policies {
+		t.Run("policy="+pc.name, func(t *testing.T) { f(t, mustNew(t, pc.opts...)) })
+	}
+}
+
+// checkPanic runs f and fails unless it panics with exactly want.
+func checkPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		r := recover()
+		if r == nil {
+			t.Fatalf("no panic; want %q", want)
+		}
+		if fmt.Sprint(r) != want {
+			t.Fatalf("panic %q; want %q", r, want)
+		}
+	}()
+	f()
+}
+
+func readStats(p *bytepool.Pool) memkit.Stats {
+	var s memkit.Stats
+	p.ReadStats(&s)
+	return s
+}
+
+func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))) }
+
+func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
+	for _, tc := range []struct {
+		opt  bytepool.Option
+		want string
+	}{
+		{bytepool.WithMinSize(100), "bytepool: MinSize 100 must be a power of two >= 8"},
+		{bytepool.WithMinSize(4), "bytepool: MinSize 4 must be a power of two >= 8"},
+		{bytepool.WithMaxSize(3000), "bytepool: MaxSize 3000 must be a power of two"},
+		{bytepool.WithMaxSize(32), "bytepool: MaxSize 32 < MinSize 64"},
+		{bytepool.WithClassesPerDoubling(3), "bytepool: ClassesPerDoubling 3 must be a power of two between 1 and 64"},
+		{bytepool.WithClassesPerDoubling(16), "bytepool: MinSize 64 with ClassesPerDoubling 16 gives classes 4 bytes apart; need at least 8 (raise MinSize or lower ClassesPerDoubling)"},
+		{bytepool.WithShards(0), "bytepool: Shards 0 must be between 1 and 65536"},
+		{bytepool.WithPolicy(7), "bytepool: Policy 7 is neither Elastic nor Bounded"},
+	} {
+		p, err := bytepool.New(tc.opt)
+		if p != nil || err == nil || err.Error() != tc.want {
+			t.Errorf("New = %v, %v; want nil, %q", p, err, tc.want)
+		}
+	}
+	_, err := bytepool.New(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(1000))
+	if want := "bytepool: Budget 1000 must be between 64KiB and 128TiB"; err == nil || err.Error() != want {
+		t.Errorf("New(Bounded, Budget 1000) error = %v; want %q", err, want)
+	}
+}
+
+func TestPool_ClassesSpacing(t *testing.T) {
+	p := mustNew(t)
+	got := p.Classes()[:10]
+	want := []int{64, 80, 96, 112, 128, 160, 192, 224, 256, 320}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("classes = %v; want %v", got, want)
+	}
+	if last := p.Classes()[len(p.Classes())-1]; last != bytepool.DefaultMaxSize {
+		t.Fatalf("largest class = %d; want %d", last, bytepool.DefaultMaxSize)
+	}
+	// Every n maps to the smallest class that holds it: compare with a
+	// linear search over the whole range, for two spacings.
+	for _, per := range []int{1, 4} {
+		p := mustNew(t, bytepool.WithClassesPerDoubling(per), bytepool.WithMaxSize(1<<16))
+		classes := p.Classes()
+		j := 0
+		for n := 0; n <= 1<<16; n++ {
+			for classes[j] < n {
+				j++
+			}
+			if got := p.ClassSize(n); got != classes[j] {
+				t.Fatalf("per=%d: ClassSize(%d) = %d; want %d", per, n, got, classes[j])
+			}
+		}
+		// The waste bound: a class is never more than 1/per larger than the
+		// request (plus the minimum class).
+		for n := 65; n <= 1<<16; n++ {
+			if c := p.ClassSize(n); float64(c-n) > float64(n)/float64(per) {
+				t.Fatalf("per=%d: ClassSize(%d) = %d wastes more than 1/%d", per, n, c, per)
+			}
+		}
+	}
+}
+
+func TestPool_GetLengthAndLockedCapacity(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		for _, n := range []int{1, 63, 64, 65, 100, 4095, 4096, 4097, 1 << 20} {
+			b := p.Get(n)
+			if len(b) != n || cap(b) != p.ClassSize(n) {
+				t.Fatalf("Get(%d): len %d cap %d; want len %d cap %d", n, len(b), cap(b), n, p.ClassSize(n))
+			}
+			// append past cap must move, never write past the class.
+			full := b[:cap(b)]
+			grown := append(full, 1)
+			if addr(grown) == addr(full) {
+				t.Fatalf("Get(%d): append past cap wrote in place", n)
+			}
+			p.Put(b)
+		}
+	})
+}
+
+func TestPool_GetNegativePanics(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		checkPanic(t, "memkit/bytepool: negative size", func() { p.Get(-1) })
+		checkPanic(t, "memkit/bytepool: negative size", func() { p.TryGet(-1) })
+		checkPanic(t, "memkit/bytepool: negative size", func() { p.NewCache().Get(-5) })
+	})
+}
+
+func TestPool_GetZeroIsEmptyNonNil(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		b := p.Get(0)
+		if b == nil || len(b) != 0 || cap(b) != 64 {
+			t.Fatalf("Get(0) = %v (len %d cap %d); want empty non-nil with cap 64", b == nil, len(b), cap(b))
+		}
+		p.Put(b)
+		if s := readStats(p); s.LiveObjects != 0 || s.Allocs != 1 || s.Frees != 1 {
+			t.Fatalf("after Get(0)+Put: %+v", s)
+		}
+	})
+}
+
+func TestPool_OversizeGoesToHeapAndIsCounted(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		n := bytepool.DefaultMaxSize + 1
+		b := p.Get(n)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("Get(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		s := readStats(p)
+		if s.HeapFallbacks != 1 || s.Allocs != 1 || s.LiveObjects != 1 || s.InUseBytes != uint64(n) {
+			t.Fatalf("after oversize Get: %+v", s)
+		}
+		p.Put(b)
+		s = readStats(p)
+		if s.Frees != 1 || s.LiveObjects != 0 || s.InUseBytes != 0 || s.BadFrees != 0 {
+			t.Fatalf("after oversize Put: %+v", s)
+		}
+		if _, ok := p.TryGet(n); ok {
+			t.Fatal("TryGet above the largest class succeeded")
+		}
+		if s := readStats(p); s.Failures != 1 {
+			t.Fatalf("Failures = %d; want 1", s.Failures)
+		}
+	})
+}
+
+func TestPool_PutForeignCapacityIsBadFreeAndNotReused(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		foreign := make([]byte, 100) // 100 is no class
+		p.Put(foreign)
+		moved := p.Get(4096)[1:] // start moved: cap 4095
+		p.Put(moved)
+		if s := readStats(p); s.BadFrees != 2 || s.Frees != 0 {
+			t.Fatalf("BadFrees = %d, Frees = %d; want 2, 0", s.BadFrees, s.Frees)
+		}
+		for i := 0; i < 200; i++ {
+			if b := p.Get(100); addr(b) == addr(foreign) {
+				t.Fatal("a foreign buffer was filed into a class")
+			}
+		}
+	})
+}
+
+func TestBounded_PutMovedStartOfAnotherClassIsBadFree(t *testing.T) {
+	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(16<<20))
+	b := p.Get(96)
+	p.Put(b[16:]) // cap 80 is a class, but this is not an 80-byte buffer
+	s := readStats(p)
+	if s.BadFrees != 1 || s.Frees != 0 {
+		t.Fatalf("BadFrees = %d, Frees = %d; want 1, 0", s.BadFrees, s.Frees)
+	}
+	p.Put(b) // the real buffer is still accepted
+	if s := readStats(p); s.Frees != 1 || s.LiveObjects != 0 {
+		t.Fatalf("after the real Put: %+v", s)
+	}
+}
+
+func TestBounded_DoubleFreePanics(t *testing.T) {
+	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(16<<20))
+	b := p.Get(1000)
+	p.Put(b)
+	checkPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
+	// The failed Put changed nothing: the buffer is handed out once.
+	x, y := p.Get(1000), p.Get(1000)
+	if addr(x) == addr(y) {
+		t.Fatal("one buffer handed out twice after a double free")
+	}
+	c := p.NewCache()
+	z := c.Get(1000)
+	c.Put(z)
+	checkPanic(t, "memkit/bytepool: double free", func() { c.Put(z) })
+}
+
+func TestBounded_BudgetExhaustion(t *testing.T) {
+	const size = 64 << 10
+	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithMaxSize(size),
+		bytepool.WithBudget(2*size), bytepool.WithShards(1))
+	if p.RegionSize() != 2*size {
+		t.Fatalf("region = %d; want %d", p.RegionSize(), 2*size)
+	}
+	a, ok1 := p.TryGet(size)
+	b, ok2 := p.TryGet(size - 1) // same class
+	if !ok1 || !ok2 {
+		t.Fatal("TryGet failed within the budget")
+	}
+	before := readStats(p)
+	if _, ok := p.TryGet(size); ok {
+		t.Fatal("TryGet succeeded past the budget")
+	}
+	after := readStats(p)
+	if after.Failures != before.Failures+1 || after.Allocs != before.Allocs || after.LiveObjects != before.LiveObjects {
+		t.Fatalf("failed TryGet changed state: before %+v after %+v", before, after)
+	}
+	fb := p.Get(size) // falls back to the heap
+	if cap(fb) != size || p.RegionSize() != 2*size {
+		t.Fatalf("fallback cap %d", cap(fb))
+	}
+	s := readStats(p)
+	// Reserved is the whole region plus the live fallback.
+	if s.HeapFallbacks != 1 || s.ReservedBytes != 3*size || s.LiveObjects != 3 {
+		t.Fatalf("after fallback: %v", &s)
+	}
+	p.Put(fb)
+	if s := readStats(p); s.ReservedBytes != 2*size || s.InUseBytes != 2*size {
+		t.Fatalf("after the fallback's Put: %v", &s)
+	}
+	p.Put(a)
+	if c, ok := p.TryGet(size); !ok || addr(c) != addr(a) {
+		t.Fatalf("TryGet after Put: ok %v, reused %v", ok, ok && addr(c) == addr(a))
+	}
+	p.Put(b)
+	if s := readStats(p); s.ReservedBytes > 2*size {
+		t.Fatalf("reserved %d exceeds the budget %d", s.ReservedBytes, 2*size)
+	}
+}
+
+func TestBounded_StealsFromOtherShardsBeforeFallingBack(t *testing.T) {
+	const size = 64 << 10
+	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithMaxSize(size), bytepool.WithBudget(size))
+	b := p.Get(size)
+	done := make(chan struct{})
+	go func() { p.Put(b); close(done) }() // probably another shard
+	<-done
+	if _, ok := p.TryGet(size); !ok {
+		t.Fatal("the only buffer was idle but TryGet failed")
+	}
+}
+
+func TestPool_Zeroing(t *testing.T) {
+	p := mustNew(t, bytepool.WithZeroing(), bytepool.WithShards(1))
+	b := p.Get(1000)
+	for i := range b[:cap(b)] {
+		b[:cap(b)][i] = 0xAA
+	}
+	p.Put(b)
+	c := p.Get(999)
+	if addr(c) != addr(b) {
+		t.Fatal("buffer not reused")
+	}
+	for i, x := range c[:cap(c)] {
+		if x != 0 {
+			t.Fatalf("byte %d = %#x after Get from a zeroing pool", i, x)
+		}
+	}
+}
+
+func TestPool_ZeroAllocs(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		for _, n := range []int{64, 512, 4096, 65536, 1 << 20} {
+			p.Put(p.Get(n)) // warm
+			if a := testing.AllocsPerRun(100, func() { p.Put(p.Get(n)) }); a != 0 {
+				t.Errorf("Pool Get+Put(%d): %v allocs/op; want 0", n, a)
+			}
+			c := p.NewCache()
+			c.Put(c.Get(n))
+			if a := testing.AllocsPerRun(100, func() { c.Put(c.Get(n)) }); a != 0 {
+				t.Errorf("Cache Get+Put(%d): %v allocs/op; want 0", n, a)
+			}
+			if a := testing.AllocsPerRun(100, func() { b, _ := p.TryGet(n); p.Put(b) }); a != 0 {
+				t.Errorf("TryGet+Put(%d): %v allocs/op; want 0", n, a)
+			}
+		}
+		var s memkit.Stats
+		p.ReadStats(&s)
+		if a := testing.AllocsPerRun(10, func() { p.ReadStats(&s) }); a != 0 {
+			t.Errorf("ReadStats: %v allocs/op; want 0", a)
+		}
+	})
+}
+
+// waitDecays runs GC cycles until the pool's sentinel has run n more decay
+// passes. Finalizers run on their own goroutine after the cycle, so this
+// waits for them rather than assume; a minute without one is a failure.
+func waitDecays(t *testing.T, p *bytepool.Pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	want := p.Decays() + uint64(n)
+	for p.Decays() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("decay passes: %d of %d after a minute of GCs", p.Decays(), want)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestElastic_RetentionDecaysAfterBurst(t *testing.T) {
+	p := mustNew(t)
+	const size, count = 64 << 10, 1024 // 64 MiB burst
+	bufs := make([][]byte, count)
+	for i := range bufs {
+		bufs[i] = p.Get(size)
+	}
+	for _, b := range bufs {
+		p.Put(b)
+	}
+	clear(bufs)
+	if s := readStats(p); s.ReservedBytes < size*count {
+		t.Fatalf("right after the burst, reserved %d < %d", s.ReservedBytes, size*count)
+	}
+	waitDecays(t, p, 3)
+	s := readStats(p)
+	if s.ReservedBytes > size*count/10 {
+		t.Fatalf("after 3 GCs, reserved %d > 10%% of the %d-byte burst", s.ReservedBytes, size*count)
+	}
+	if s.Releases < count*9/10 {
+		t.Fatalf("Releases = %d; want at least %d", s.Releases, count*9/10)
+	}
+	// The pool still works, and a busy pool keeps its working set across a
+	// decay pass: it moves to the depot, where Get finds it.
+	b := p.Get(size)
+	p.Put(b)
+	p.Decay()
+	if c := p.Get(size); addr(c) != addr(b) {
+		t.Fatal("buffer used just before a decay pass was not reused after it")
+	}
+}
+
+func TestElastic_UnreachablePoolIsCollected(t *testing.T) {
+	collected := make(chan struct{})
+	func() {
+		p := mustNew(t)
+		p.Put(p.Get(100))
+		runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, collected)
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		runtime.GC()
+		select {
+		case <-collected:
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an unreachable Elastic pool was not collected: the decay sentinel keeps it alive")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestPool_StatsFollowAModel(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		var live [][]byte
+		var allocs, frees uint64
+		for i := 0; i < 5000; i++ {
+			if len(live) > 0 && rng.IntN(2) == 0 {
+				j := rng.IntN(len(live))
+				p.Put(live[j])
+				live[j] = live[len(live)-1]
+				live = live[:len(live)-1]
+				frees++
+				continue
+			}
+			live = append(live, p.Get(rng.IntN(70000)))
+			allocs++
+		}
+		var inUse uint64
+		for _, b := range live {
+			inUse += uint64(cap(b))
+		}
+		s := readStats(p)
+		if s.Allocs != allocs || s.Frees != frees || s.LiveObjects != uint64(len(live)) || s.InUseBytes != inUse {
+			t.Fatalf("stats %+v; model allocs %d frees %d live %d in use %d", s, allocs, frees, len(live), inUse)
+		}
+		if s.ReservedBytes < s.InUseBytes || s.BadFrees != 0 || s.HeapFallbacks != 0 {
+			t.Fatalf("stats %+v", s)
+		}
+		var rows memkit.ClassStats
+		for _, c := range s.Classes {
+			rows.Allocs += c.Allocs
+			rows.LiveObjects += c.LiveObjects
+			rows.InUseBytes += c.InUseBytes
+		}
+		if rows.Allocs != s.Allocs || rows.LiveObjects != s.LiveObjects || rows.InUseBytes != s.InUseBytes {
+			t.Fatalf("class rows sum to %+v; totals %+v", rows, s)
+		}
+	})
+}
+
+func TestPool_ConcurrentCrossGoroutine(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		const workers, rounds = 6, 3000
+		ch := make(chan memtest.Block, 64)
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(w), 7))
+				m := memtest.NewModel(w)
+				useCache := w%2 == 0
+				c := p.NewCache()
+				defer c.Release()
+				get := p.Get
+				put := p.Put
+				if useCache {
+					get, put = c.Get, c.Put
+				}
+				for i := 0; i < rounds; i++ {
+					switch op := rng.IntN(4); {
+					case op < 2 || len(m.Live) == 0:
+						if _, err := m.Add(get(1 + rng.IntN(20000))); err != nil {
+							errs <- err
+							return
+						}
+					case op == 2: // hand a block to whoever is listening
+						j := rng.IntN(len(m.Live))
+						blk := m.Live[j]
+						if _, err := m.Remove(j); err != nil {
+							errs <- err
+							return
+						}
+						memtest.Fill(blk.Buf, blk.Seed) // still ours until sent
+						select {
+						case ch <- blk:
+						default:
+							put(blk.Buf)
+						}
+					default:
+						b, err := m.Remove(rng.IntN(len(m.Live)))
+						if err != nil {
+							errs <- err
+							return
+						}
+						put(b)
+					}
+					select {
+					case blk := <-ch: // a block from another goroutine
+						if err := memtest.Verify(blk.Buf, blk.Seed); err != nil {
+							errs <- err
+							return
+						}
+						put(blk.Buf)
+					default:
+					}
+				}
+				for len(m.Live) > 0 {
+					b, err := m.Remove(0)
+					if err != nil {
+						errs <- err
+						return
+					}
+					put(b)
+				}
+			}(w)
+		}
+		wg.Wait()
+		close(ch)
+		for blk := range ch {
+			p.Put(blk.Buf)
+		}
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		s := readStats(p)
+		if s.LiveObjects != 0 || s.Allocs != s.Frees || s.BadFrees != 0 || s.InUseBytes != 0 {
+			t.Fatalf("after every buffer came back: %+v", s)
+		}
+	})
+}
+
+func TestDefaultPool(t *testing.T) {
+	b := bytepool.Get(300)
+	if len(b) != 300 || cap(b) != 320 {
+		t.Fatalf("Get(300): len %d cap %d", len(b), cap(b))
+	}
+	bytepool.Put(b)
+	var s memkit.Stats
+	bytepool.ReadStats(&s)
+	if s.Allocs < 1 || s.Frees < 1 || bytepool.Default().Policy() != bytepool.Elastic {
+		t.Fatalf("default pool stats %+v", s)
+	}
+}
+
+func TestCache_ReleaseFoldsStatsAndReturnsBuffers(t *testing.T) {
+	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
+		c := p.NewCache()
+		var bufs [][]byte
+		for i := 0; i < 100; i++ {
+			bufs = append(bufs, c.Get(512))
+		}
+		for _, b := range bufs {
+			c.Put(b)
+		}
+		c.Release()
+		s := readStats(p)
+		if s.Allocs != 100 || s.Frees != 100 || s.LiveObjects != 0 {
+			t.Fatalf("after Release: %+v", s)
+		}
+		var idle uint64
+		for _, row := range s.Classes {
+			if row.Size == 512 {
+				idle = row.IdleObjects
+			}
+		}
+		if idle < 100 {
+			t.Fatalf("512-byte class idle = %d after Release; want >= 100", idle)
+		}
+		// A buffer from a Cache can go back to the pool, and the other way.
+		b := c.Get(512)
+		p.Put(b)
+		c.Put(p.Get(512))
+		c.Release()
+		if s := readStats(p); s.LiveObjects != 0 || s.Allocs != s.Frees {
+			t.Fatalf("after mixing Cache and Pool: %+v", s)
+		}
+	})
+}
+
+func TestStats_String(t *testing.T) {
+	p := mustNew(t, bytepool.WithMaxSize(128), bytepool.WithClassesPerDoubling(1))
+	b := p.Get(100)
+	p.Put(p.Get(10))
+	s := readStats(p)
+	got := s.String()
+	for _, want := range []string{
+		"in use 128B  reserved 192B  live 1  allocs 2  frees 1",
+		"     class       in use     reserved    live    idle      allocs       frees   grows  releases\n",
+		"       64B           0B          64B       0       1           1           1       1         0\n",
+		"      128B         128B         128B       1       0           1           0       1         0\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("String() =\n%s\nmissing %q", got, want)
+		}
+	}
+	p.Put(b)
+}
+
+func TestPolicy_String(t *testing.T) {
+	if got := fmt.Sprint(bytepool.Elastic, bytepool.Bounded, bytepool.Policy(9)); got != "Elastic Bounded Policy(9)" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+var _ = errors.New

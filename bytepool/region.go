@@ -1,0 +1,161 @@
+package bytepool
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// slabShift fixes a Bounded pool's slab at 64 KiB: small enough that every
+// class of a modest budget gets one, large enough that its bitmap is small.
+const (
+	slabShift = 16
+	slabSize  = 1 << slabShift
+)
+
+// region is the memory of a Bounded pool: one []byte of the whole budget,
+// reserved at New and cut into 64 KiB slabs. A class takes memory a run at a
+// time: one slab for classes up to 64 KiB, a few contiguous slabs for larger
+// ones (sized to waste little), and keeps it; buffers are carved from the
+// run front to back.
+//
+// Every buffer has one bit in its run's bitmap, set while the buffer is
+// handed out. Put clears it with one atomic AND and panics if it was already
+// clear: that is the O(1) double-free check. The same arithmetic (inside the
+// region, in a run of the right class, offset a multiple of the class size)
+// rejects slices whose start moved.
+type region struct {
+	mem  []byte
+	base uintptr
+
+	// Per slab, written once when its run is assigned.
+	classOf  []atomic.Int32 // class index, or -1 while unassigned
+	runStart []atomic.Int32 // first slab of the run it belongs to
+
+	bits []atomic.Uint32 // wps words per slab: bit set = handed out
+	wps  int             // words per slab
+
+	runBytes []int // per class
+
+	mu     sync.Mutex
+	next   int      // next unassigned slab
+	cursor []cursor // per class: where the next buffer is carved
+}
+
+type cursor struct {
+	run   int // first slab of the current run; -1 before the first
+	off   int
+	slabs int // slabs owned by the class
+}
+
+func newRegion(budget int64, minSize int, sizes []int) *region {
+	nslabs := int(budget >> slabShift)
+	r := &region{
+		mem:      make([]byte, nslabs<<slabShift),
+		classOf:  make([]atomic.Int32, nslabs),
+		runStart: make([]atomic.Int32, nslabs),
+		wps:      (slabSize/minSize + 31) / 32,
+		runBytes: make([]int, len(sizes)),
+		cursor:   make([]cursor, len(sizes)),
+	}
+	r.base = uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
+	r.bits = make([]atomic.Uint32, nslabs*r.wps)
+	for i := range r.classOf {
+		r.classOf[i].Store(-1)
+	}
+	for c, size := range sizes {
+		r.runBytes[c] = runBytes(size)
+		r.cursor[c].run = -1
+	}
+	return r
+}
+
+// runBytes is the size of the runs a class of size bytes takes: one slab up
+// to 64 KiB, else the whole number of slabs, for 1 to 4 buffers, that wastes
+// the least.
+func runBytes(size int) int {
+	if size <= slabSize {
+		return slabSize
+	}
+	best, bestWaste := 0, -1
+	for n := 1; n <= 4; n++ {
+		run := (n*size + slabSize - 1) &^ (slabSize - 1)
+		if waste := (run - n*size) * 4 / n; bestWaste < 0 || waste < bestWaste {
+			best, bestWaste = run, waste
+		}
+	}
+	return best
+}
+
+// carve fills dst with fresh buffers of class c and size bytes, taking new
+// runs as needed, and reports how many it carved: fewer than len(dst), and
+// maybe none, once the region is used up.
+func (r *region) carve(c, size int, dst []unsafe.Pointer) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := &r.cursor[c]
+	run := r.runBytes[c]
+	n := 0
+	for n < len(dst) {
+		if cur.run < 0 || cur.off+size > run {
+			k := run >> slabShift
+			if r.next+k > len(r.classOf) {
+				break
+			}
+			cur.run, cur.off = r.next, 0
+			cur.slabs += k
+			for j := r.next; j < r.next+k; j++ {
+				r.runStart[j].Store(int32(cur.run))
+				r.classOf[j].Store(int32(c))
+			}
+			r.next += k
+		}
+		dst[n] = unsafe.Pointer(&r.mem[cur.run<<slabShift+cur.off])
+		cur.off += size
+		n++
+	}
+	return n
+}
+
+// contains reports whether p points into the region.
+func (r *region) contains(p unsafe.Pointer) bool {
+	return uintptr(p)-r.base < uintptr(len(r.mem))
+}
+
+// bit returns the bitmap word and mask of the buffer at p, which must be
+// inside the region, or ok == false if p is not the start of a buffer of
+// class c.
+func (r *region) bit(p unsafe.Pointer, c, size int) (w *atomic.Uint32, mask uint32, ok bool) {
+	off := int(uintptr(p) - r.base)
+	slab := off >> slabShift
+	if int(r.classOf[slab].Load()) != c {
+		return nil, 0, false
+	}
+	start := int(r.runStart[slab].Load())
+	in := off - start<<slabShift
+	if in%size != 0 {
+		return nil, 0, false
+	}
+	i := in / size
+	return &r.bits[start*r.wps+i/32], 1 << (i % 32), true
+}
+
+// markOut records that the buffer at p, of class c, is handed out.
+func (r *region) markOut(p unsafe.Pointer, c, size int) {
+	w, m, _ := r.bit(p, c, size)
+	w.Or(m)
+}
+
+// classSlabs reports how many slabs class c owns.
+func (r *region) classSlabs(c int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cursor[c].slabs
+}
+
+// usedSlabs reports how many slabs the classes have taken.
+func (r *region) usedSlabs() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
+}

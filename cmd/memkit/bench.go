@@ -1,0 +1,235 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// defaultBenchtime keeps a default run (every bench, --count 1) near two
+// minutes on two cores.
+const defaultBenchtime = "500ms"
+
+const benchUsage = `usage: memkit bench [flags]
+
+Runs every workload against memkit and the allocators it is compared with,
+and prints, per workload, each implementation's ns/op, B/op, allocs/op,
+extra metrics, and its ns/op as a ratio of memkit's. Benchmarks are named
+Workload/param/impl=name, e.g. GetPut/size=4KiB/impl=syncpool.
+
+flags:
+`
+
+// benchConfig is the parsed command line of memkit bench.
+type benchConfig struct {
+	filter    *regexp.Regexp
+	count     int
+	benchtime string
+	format    string // table, bench or json
+	progress  bool
+}
+
+func parseBenchFlags(stdout io.Writer, args []string) (*benchConfig, error) {
+	fs := flag.NewFlagSet("memkit bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	filter := fs.String("filter", "", "run only benchmarks whose full name matches this `regexp`")
+	count := fs.Int("count", 1, "run each benchmark `n` times; the table shows the median")
+	benchtime := fs.String("benchtime", defaultBenchtime, "run each benchmark for this `duration`, or 100x for 100 iterations")
+	format := fs.String("format", "table", "output `format`: table, bench (Go benchmark text, for benchstat) or json")
+	jsonOut := fs.Bool("json", false, "same as --format json")
+	noProgress := fs.Bool("no-progress", false, "do not draw a progress bar on stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, benchUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("bench: unexpected argument %q", fs.Arg(0))
+	}
+	re, err := regexp.Compile(*filter)
+	if err != nil {
+		return nil, usagef("bench: --filter: %v", err)
+	}
+	if *count < 1 {
+		return nil, usagef("bench: --count %d: must be at least 1", *count)
+	}
+	if err := checkBenchtime(*benchtime); err != nil {
+		return nil, usagef("bench: --benchtime %q: %v", *benchtime, err)
+	}
+	if *jsonOut {
+		if *format != "table" && *format != "json" {
+			return nil, usagef("bench: --json conflicts with --format %s", *format)
+		}
+		*format = "json"
+	}
+	if *format != "table" && *format != "bench" && *format != "json" {
+		return nil, usagef("bench: --format %q: want table, bench or json", *format)
+	}
+	return &benchConfig{filter: re, count: *count, benchtime: *benchtime, format: *format, progress: !*noProgress}, nil
+}
+
+// checkBenchtime accepts what go test's -benchtime does: a positive
+// duration, or a positive iteration count followed by x.
+func checkBenchtime(s string) error {
+	if n, ok := strings.CutSuffix(s, "x"); ok {
+		if v, err := strconv.Atoi(n); err != nil || v < 1 {
+			return errors.New("want a positive count, as in 100x")
+		}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return errors.New("want a positive duration, as in 200ms, or a count, as in 100x")
+	}
+	return nil
+}
+
+// runBench is memkit bench.
+func runBench(stdout, stderr io.Writer, args []string) error {
+	cfg, err := parseBenchFlags(stdout, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var sel []*bench
+	for i := range benches {
+		if cfg.filter.MatchString(benches[i].name()) {
+			sel = append(sel, &benches[i])
+		}
+	}
+	if len(sel) == 0 {
+		return usagef("bench: --filter %q matches no benchmark", cfg.filter)
+	}
+	e := readEnv(cfg)
+	var bar *progressbar.ProgressBar
+	if cfg.progress {
+		bar = progressbar.NewOptions(len(sel)*cfg.count,
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionClearOnFinish())
+	}
+	results, err := measure(sel, cfg, func(name string, done bool) {
+		if bar == nil {
+			return
+		}
+		if done {
+			bar.Add(1)
+		} else {
+			bar.Describe(name)
+		}
+	})
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	switch cfg.format {
+	case "bench":
+		return writeBench(stdout, e, results)
+	case "json":
+		return writeJSON(stdout, e, results)
+	}
+	return writeTable(stdout, e, results)
+}
+
+// result is one bench's measurements: a testing.BenchmarkResult per run.
+type result struct {
+	bench *bench
+	runs  []testing.BenchmarkResult
+}
+
+// measure runs each selected bench cfg.count times, in rounds over the whole
+// selection so that drift in the machine's load spreads over all of them.
+// progress is told of each bench before (done == false) and after it runs.
+func measure(sel []*bench, cfg *benchConfig, progress func(name string, done bool)) ([]result, error) {
+	// testing.Benchmark reads the iteration target from the test.benchtime
+	// flag; register it (a no-op inside a test binary), and put back what
+	// was there, since inside a test binary later benchmarks read it too.
+	testing.Init()
+	bt := flag.Lookup("test.benchtime")
+	defer bt.Value.Set(bt.Value.String())
+	results := make([]result, len(sel))
+	for range cfg.count {
+		for i, bn := range sel {
+			progress(bn.name(), false)
+			t := cfg.benchtime
+			if bn.once {
+				t = "1x"
+			}
+			if err := bt.Value.Set(t); err != nil {
+				return nil, err
+			}
+			r := testing.Benchmark(bn.run)
+			if r.N == 0 {
+				return nil, fmt.Errorf("bench %s failed", bn.name())
+			}
+			results[i].bench = bn
+			results[i].runs = append(results[i].runs, r)
+			progress(bn.name(), true)
+		}
+	}
+	return results, nil
+}
+
+// summary is a result's medians over its runs, and its ratio to the
+// baseImpl of the same workload (0 when that impl was not run).
+type summary struct {
+	ns, bytes, allocs float64
+	extra             map[string]float64
+	ratio             float64
+}
+
+func summarize(results []result) []summary {
+	out := make([]summary, len(results))
+	base := map[string]float64{}
+	for i, r := range results {
+		s := &out[i]
+		s.ns = median(r.runs, func(b testing.BenchmarkResult) float64 { return float64(b.T.Nanoseconds()) / float64(b.N) })
+		s.bytes = median(r.runs, func(b testing.BenchmarkResult) float64 { return float64(b.MemBytes) / float64(b.N) })
+		s.allocs = median(r.runs, func(b testing.BenchmarkResult) float64 { return float64(b.MemAllocs) / float64(b.N) })
+		for k := range r.runs[0].Extra {
+			if s.extra == nil {
+				s.extra = map[string]float64{}
+			}
+			s.extra[k] = median(r.runs, func(b testing.BenchmarkResult) float64 { return b.Extra[k] })
+		}
+		if r.bench.impl == baseImpl {
+			base[r.bench.workload] = s.ns
+		}
+	}
+	for i, r := range results {
+		if b := base[r.bench.workload]; b > 0 {
+			out[i].ratio = out[i].ns / b
+		}
+	}
+	return out
+}
+
+func median(runs []testing.BenchmarkResult, f func(testing.BenchmarkResult) float64) float64 {
+	v := make([]float64, len(runs))
+	for i, r := range runs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
+}

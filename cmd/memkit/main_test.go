@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/bytepool"
+)
+
+// runCLI runs the command with args and returns its stdout.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(&out, &errb, args)
+	return out.String(), err
+}
+
+// quick is the cheapest bench selection: one size of GetPut, every impl.
+var quick = []string{"bench", "--filter", "GetPut/size=64B", "--benchtime", "1ms", "--no-progress"}
+
+func TestRun_Table(t *testing.T) {
+	out, err := runCLI(t, quick...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"goos: ", "goarch: ", "cpu: ", "go: go1.", "gomaxprocs: ", "date: ", "benchtime: 1ms", "\nGetPut/size=64B\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, im := range byteImpls {
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(im.name) + ` +\d`).MatchString(out) {
+			t.Errorf("no row for impl %s:\n%s", im.name, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  memkit +\S+ +0 +0 +1\.00$`).MatchString(out) {
+		t.Errorf("memkit row is not 0 B/op, 0 allocs/op, ratio 1.00:\n%s", out)
+	}
+	if strings.Contains(out, "GetPutParallel") {
+		t.Errorf("filter GetPut/size=64B selected GetPutParallel:\n%s", out)
+	}
+}
+
+func TestRun_BenchFormat(t *testing.T) {
+	out, err := runCLI(t, "bench", "--filter", "GetPut/size=64B/impl=(memkit|make)$", "--benchtime", "10x", "--count", "2", "--format", "bench", "--no-progress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		config  = regexp.MustCompile(`^[a-z][^\s:A-Z]*: \S`)
+		comment = regexp.MustCompile(`^# `)
+		result  = regexp.MustCompile(`^Benchmark(GetPut/size=64B/impl=(memkit|make))(-\d+)?\t +10\t +[0-9.]+ ns/op\t +\d+ B/op\t +\d+ allocs/op$`)
+	)
+	runs := map[string]int{}
+	for line := range strings.Lines(strings.TrimSuffix(out, "\n")) {
+		line = strings.TrimSuffix(line, "\n")
+		if m := result.FindStringSubmatch(line); m != nil {
+			runs[m[1]]++
+			continue
+		}
+		if !config.MatchString(line) && !comment.MatchString(line) {
+			t.Errorf("line is neither configuration nor a result: %q", line)
+		}
+	}
+	for _, name := range []string{"GetPut/size=64B/impl=memkit", "GetPut/size=64B/impl=make"} {
+		if runs[name] != 2 {
+			t.Errorf("%s: %d result lines, want 2 (--count 2)\n%s", name, runs[name], out)
+		}
+	}
+	for _, key := range []string{"goos", "goarch", "pkg", "cpu", "go"} {
+		if !strings.Contains(out, "\n"+key+": ") && !strings.HasPrefix(out, key+": ") {
+			t.Errorf("no %s: line:\n%s", key, out)
+		}
+	}
+}
+
+func TestRun_JSON(t *testing.T) {
+	out, err := runCLI(t, append(quick, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Env.GOOS == "" || rep.Env.CPU == "" || rep.Env.GOMAXPROCS < 1 || rep.Env.Count != 1 {
+		t.Errorf("env incomplete: %+v", rep.Env)
+	}
+	if len(rep.Results) != len(byteImpls) {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(byteImpls))
+	}
+	for _, r := range rep.Results {
+		if r.Workload != "GetPut/size=64B" || r.Name != r.Workload+"/impl="+r.Impl || r.NsPerOp <= 0 || r.Runs != 1 {
+			t.Errorf("bad result %+v", r)
+		}
+		if r.Impl == "memkit" && r.RatioToMemkit != 1 {
+			t.Errorf("memkit ratio_to_memkit = %v, want 1", r.RatioToMemkit)
+		}
+		if r.RatioToMemkit <= 0 {
+			t.Errorf("%s: ratio_to_memkit = %v", r.Name, r.RatioToMemkit)
+		}
+	}
+}
+
+func TestRun_Errors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"version", "x"}, "no arguments"},
+		{[]string{"bench", "--frobnicate"}, "flag provided but not defined: -frobnicate"},
+		{[]string{"bench", "--filter", "NoSuchWorkload"}, `--filter "NoSuchWorkload" matches no benchmark`},
+		{[]string{"bench", "--filter", "("}, "--filter"},
+		{[]string{"bench", "--count", "0"}, "--count 0"},
+		{[]string{"bench", "--benchtime", "fast"}, `--benchtime "fast"`},
+		{[]string{"bench", "--benchtime", "0x"}, `--benchtime "0x"`},
+		{[]string{"bench", "--format", "csv"}, `--format "csv"`},
+		{[]string{"bench", "--json", "--format", "bench"}, "conflicts"},
+		{[]string{"bench", "extra"}, `unexpected argument "extra"`},
+	} {
+		_, err := runCLI(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("run %q: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+		if !errors.As(err, new(usageError)) {
+			t.Errorf("run %q: %v is not a usage error (exit 2)", tc.args, err)
+		}
+	}
+}
+
+func TestRun_VersionAndHelp(t *testing.T) {
+	out, err := runCLI(t, "version")
+	if err != nil || !regexp.MustCompile(`^memkit \S+ go\S+ \w+/\w+\n$`).MatchString(out) {
+		t.Errorf("version: %q, %v", out, err)
+	}
+	out, err = runCLI(t, "bench", "-h")
+	if err != nil || !strings.Contains(out, "-benchtime") || !strings.Contains(out, "usage: memkit bench") {
+		t.Errorf("bench -h: %q, %v", out, err)
+	}
+}
+
+func TestRun_Progress(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := run(&out, &errb, quick[:len(quick)-1]); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), fmt.Sprintf("/%d", len(byteImpls))) {
+		t.Errorf("no progress bar on stderr: %q", errb.String())
+	}
+	if strings.Contains(out.String(), fmt.Sprintf("/%d", len(byteImpls))) {
+		t.Errorf("progress bar on stdout:\n%s", out.String())
+	}
+}
+
+// TestRun_BurstIdle runs BurstIdle with a small burst and checks its
+// metrics, and that the Bounded pool stayed within its budget.
+func TestRun_BurstIdle(t *testing.T) {
+	defer func(c int) { burst.count = c }(burst.count)
+	burst.count = 64
+	out, err := runCLI(t, "bench", "--filter", "BurstIdle/.*impl=(memkit|memkit-bounded|syncpool)$", "--json", "--no-progress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results, want 3:\n%s", len(rep.Results), out)
+	}
+	for _, r := range rep.Results {
+		if r.N != 1 {
+			t.Errorf("%s ran %d iterations, want 1", r.Name, r.N)
+		}
+		if _, ok := r.Extra["retained-B"]; !ok {
+			t.Errorf("%s: no retained-B in %v", r.Name, r.Extra)
+		}
+		if _, ok := r.Extra["retained-%"]; !ok {
+			t.Errorf("%s: no retained-%% in %v", r.Name, r.Extra)
+		}
+		peak, ok := r.Extra["peak-reserved-B"]
+		if ok != strings.HasPrefix(r.Impl, "memkit") {
+			t.Errorf("%s: peak-reserved-B reported: %v, want it for memkit impls only", r.Name, ok)
+		}
+		// The burst fits the budget: the region is all the pool reserves.
+		if r.Impl == "memkit-bounded" && (peak <= 0 || peak > boundedBudget || r.Extra["heap-fallbacks"] != 0) {
+			t.Errorf("memkit-bounded peak-reserved-B = %v, heap-fallbacks = %v; want in (0, %d], 0",
+				peak, r.Extra["heap-fallbacks"], boundedBudget)
+		}
+	}
+}
+
+// TestBoundedBudgetFits checks that memkit-bounded serves the sizes of
+// every timed workload from its region: with heap fallbacks its rows would
+// measure make.
+func TestBoundedBudgetFits(t *testing.T) {
+	var impl byteImpl
+	for _, im := range byteImpls {
+		if im.name == "memkit-bounded" {
+			impl = im
+		}
+	}
+	a := impl.new()
+	for _, n := range slices.Concat(sizes, logUniformSizes(64, 64<<10), overBoundarySizes(64<<10)) {
+		a.put(a.get(n))
+	}
+	// CrossGoroutine holds up to a channel's worth.
+	held := make([]buf, crossQueue)
+	for i := range held {
+		held[i].b, held[i].h = a.get(4 << 10)
+	}
+	for _, x := range held {
+		a.put(x.b, x.h)
+	}
+	var st memkit.Stats
+	a.(memkitPool).ReadStats(&st)
+	if st.HeapFallbacks != 0 {
+		t.Errorf("memkit-bounded fell back to the heap %d times; raise boundedBudget", st.HeapFallbacks)
+	}
+	if p := a.(memkitPool).Policy(); p != bytepool.Bounded {
+		t.Errorf("memkit-bounded has policy %v", p)
+	}
+}
+
+func TestRegister_Duplicate(t *testing.T) {
+	defer func() {
+		if r := recover(); r != "memkit: bench GetPut/size=64B/impl=memkit registered twice" {
+			t.Errorf("panic %v", r)
+		}
+	}()
+	register(bench{workload: "GetPut/size=64B", impl: "memkit"})
+}

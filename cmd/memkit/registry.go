@@ -1,0 +1,40 @@
+package main
+
+import "testing"
+
+// A bench is one workload run against one implementation. Its full name,
+// "Workload/param/impl=name", is what --filter matches, what the bench
+// format prints after "Benchmark", and what `benchstat -col /impl` splits.
+type bench struct {
+	workload string // "GetPut/size=4KiB"
+	impl     string // "memkit", "syncpool", ...
+	// once marks an expensive workload measured with b.N == 1 only
+	// (BurstIdle), instead of growing b.N to fill --benchtime.
+	once bool
+	run  func(b *testing.B)
+}
+
+func (bn *bench) name() string { return bn.workload + "/impl=" + bn.impl }
+
+// baseImpl is the implementation every other one is compared with: the
+// ratio column is ns/op divided by this impl's ns/op in the same workload.
+const baseImpl = "memkit"
+
+// benches holds every registered bench, in registration order, which is the
+// order they run and print in.
+var benches []bench
+
+// register adds benches to the table. It is called from init functions:
+// each allocator family lives in its own file (bytes.go for []byte pools)
+// and registers its workloads crossed with its implementations there, so a
+// new family is a new file and touches nothing else.
+func register(bs ...bench) {
+	for _, b := range bs {
+		for i := range benches {
+			if benches[i].name() == b.name() {
+				panic("memkit: bench " + b.name() + " registered twice")
+			}
+		}
+		benches = append(benches, b)
+	}
+}

@@ -1,0 +1,35 @@
+// Package memkit is the root of a toolkit of memory-management tools for Go
+// programs that allocate many buffers or objects per second: size-class
+// pools, slab arenas, typed arenas, range allocators and off-heap memory,
+// each safe by default, measured against the pools Go programs use today,
+// and reporting the same statistics.
+//
+// This package holds no allocator. It defines the statistics vocabulary
+// every allocator reports in — [Stats], [ClassStats] and [StatsSource] — so
+// that one Prometheus collector, one expvar variable and one debug page
+// serve them all. The allocators live in subpackages:
+//
+//	package    what                                    goroutine-safe   zeroed          memory
+//	bytepool   size-class []byte pool, per-goroutine   yes (Cache: no)  option          Go heap (Elastic: one
+//	           Cache, Elastic and Bounded policies                      WithZeroing     object per buffer;
+//	                                                                                    Bounded: one region)
+//
+// More packages (slab, ringbuf, arena, buffer, extent, buddy, offheap) are
+// planned; each will join this table and report [Stats].
+//
+// # Safety
+//
+// Misuse that costs O(1) to detect — a negative size, a double free where
+// the allocator keeps a state bit, memory the allocator did not hand out —
+// panics with a message prefixed "memkit/<package>: " or is counted in
+// [Stats.BadFrees]; it never corrupts memory silently. Nothing in memkit uses
+// cgo, go:linkname into the runtime, or build tags to choose a strategy.
+//
+// # Statistics
+//
+// Gauges (InUseBytes, ReservedBytes, LiveObjects) describe the present;
+// counters (Allocs, Frees, HeapFallbacks, Failures, Grows, Releases,
+// BadFrees) only grow. ReadStats does not allocate when its *Stats is
+// reused, and allocators keep their counters per shard or per cache, never
+// in one word every goroutine writes.
+package memkit

@@ -1,0 +1,3 @@
+module github.com/memkit/memkit
+
+go 1.24

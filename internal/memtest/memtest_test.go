@@ -1,0 +1,53 @@
+package memtest
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestModel_DetectsOverlapAndChangedBytes(t *testing.T) {
+	m := NewModel(1)
+	mem := make([]byte, 100)
+	if _, err := m.Add(mem[0:10:10]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Add(mem[5:20:20]); err == nil || !strings.Contains(err.Error(), "overlaps live block 0") {
+		t.Fatalf("overlapping Add: %v", err)
+	}
+	if _, err := m.Add(mem[10:30:30]); err != nil {
+		t.Fatalf("adjacent Add: %v", err)
+	}
+	mem[15]++
+	if err := m.VerifyAll(); err == nil || !strings.Contains(err.Error(), "changed while live") {
+		t.Fatalf("VerifyAll after a write: %v", err)
+	}
+	other := NewModel(2)
+	other.Live = append(other.Live, Block{Buf: mem[25:40:40]})
+	if err := CheckDisjoint(m, other); err == nil {
+		t.Fatal("CheckDisjoint missed an overlap across models")
+	}
+}
+
+func TestFillVerify_OddLengths(t *testing.T) {
+	for n := 0; n < 20; n++ {
+		b := make([]byte, n)
+		Fill(b, 7)
+		if err := Verify(b, 7); err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if n > 0 {
+			b[n-1] ^= 1
+			if Verify(b, 7) == nil {
+				t.Fatalf("n=%d: a flipped last byte went unnoticed", n)
+			}
+		}
+	}
+}
+
+func TestOps_Split(t *testing.T) {
+	o := NewOps([]byte{1, 2, 3, 4, 5})
+	s := o.Split(2, 2)
+	if s[0].Byte() != 1 || s[0].Byte() != 2 || s[0].Byte() != 5 || s[1].Uint16() != 3|4<<8 || s[1].More() {
+		t.Fatal("Split did not deal chunks round-robin")
+	}
+}

@@ -1,0 +1,58 @@
+package memkit_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/memkit/memkit"
+)
+
+func TestFormatBytes(t *testing.T) {
+	for _, tc := range []struct {
+		n    uint64
+		want string
+	}{
+		{0, "0B"}, {1023, "1023B"}, {1024, "1KiB"}, {1536, "1.5KiB"},
+		{1 << 20, "1MiB"}, {5 << 30, "5GiB"}, {1<<40 + 1<<39, "1.5TiB"},
+	} {
+		if got := memkit.FormatBytes(tc.n); got != tc.want {
+			t.Errorf("FormatBytes(%d) = %q; want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestStats_AddMergesClassesBySize(t *testing.T) {
+	a := memkit.Stats{Allocs: 1, InUseBytes: 64, Classes: []memkit.ClassStats{{Size: 64, Allocs: 1}, {Size: 256, Allocs: 2}}}
+	b := memkit.Stats{Allocs: 2, BadFrees: 1, Classes: []memkit.ClassStats{{Size: 128, Allocs: 5}, {Size: 256, Allocs: 3}, {Size: 512, Allocs: 1}}}
+	a.Add(&b)
+	if a.Allocs != 3 || a.BadFrees != 1 || a.InUseBytes != 64 {
+		t.Fatalf("totals %+v", a)
+	}
+	got := fmt.Sprint(a.Classes)
+	want := "[{64 0 0 0 0 1 0 0 0} {128 0 0 0 0 5 0 0 0} {256 0 0 0 0 5 0 0 0} {512 0 0 0 0 1 0 0 0}]"
+	if got != want {
+		t.Fatalf("classes %s; want %s", got, want)
+	}
+}
+
+func TestStats_ResetKeepsCapacity(t *testing.T) {
+	s := memkit.Stats{Allocs: 5, Classes: make([]memkit.ClassStats, 3, 8)}
+	s.Reset()
+	if s.Allocs != 0 || len(s.Classes) != 0 || cap(s.Classes) != 8 {
+		t.Fatalf("after Reset: %+v cap %d", s, cap(s.Classes))
+	}
+}
+
+func ExampleStats_String() {
+	s := memkit.Stats{
+		InUseBytes: 4096, ReservedBytes: 8192, LiveObjects: 1,
+		Allocs: 3, Frees: 2, Grows: 2,
+		Classes: []memkit.ClassStats{{Size: 4096, InUseBytes: 4096, ReservedBytes: 8192,
+			LiveObjects: 1, IdleObjects: 1, Allocs: 3, Frees: 2, Grows: 2}},
+	}
+	fmt.Print(s.String())
+	// Output:
+	// in use 4KiB  reserved 8KiB  live 1  allocs 3  frees 2  fallbacks 0  failures 0  grows 2  releases 0  bad frees 0
+	//      class       in use     reserved    live    idle      allocs       frees   grows  releases
+	//       4KiB         4KiB         8KiB       1       1           3           2       2         0
+}
