@@ -1,0 +1,133 @@
+package bytepool_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/bytepool"
+)
+
+// Cross-library comparisons live in cmd/memkit (memkit bench); these compare
+// the pool with the standard library only, so the core needs no other module.
+
+var benchSizes = []int{64, 512, 4 << 10, 64 << 10, 1 << 20}
+
+func sizeName(n int) string { return "size=" + memkit.FormatBytes(uint64(n)) }
+
+func BenchmarkPool_GetPut(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			b.Run("impl=memkit", func(b *testing.B) {
+				p := mustNew(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := p.Get(n)
+					buf[0] = 1
+					p.Put(buf)
+				}
+			})
+			b.Run("impl=memkit-cache", func(b *testing.B) {
+				c := mustNew(b).NewCache()
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := c.Get(n)
+					buf[0] = 1
+					c.Put(buf)
+				}
+			})
+			b.Run("impl=memkit-bounded", func(b *testing.B) {
+				p := mustNew(b, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(64<<20))
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := p.Get(n)
+					buf[0] = 1
+					p.Put(buf)
+				}
+			})
+			b.Run("impl=syncpool", func(b *testing.B) {
+				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
+				b.ReportAllocs()
+				for b.Loop() {
+					bp := sp.Get().(*[]byte)
+					(*bp)[0] = 1
+					sp.Put(bp)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkPool_GetPutParallel(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			b.Run("impl=memkit", func(b *testing.B) {
+				p := mustNew(b)
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						buf := p.Get(n)
+						buf[0] = 1
+						p.Put(buf)
+					}
+				})
+			})
+			b.Run("impl=memkit-cache", func(b *testing.B) {
+				p := mustNew(b)
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					c := p.NewCache()
+					defer c.Release()
+					for pb.Next() {
+						buf := c.Get(n)
+						buf[0] = 1
+						c.Put(buf)
+					}
+				})
+			})
+			b.Run("impl=syncpool", func(b *testing.B) {
+				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						bp := sp.Get().(*[]byte)
+						(*bp)[0] = 1
+						sp.Put(bp)
+					}
+				})
+			})
+		})
+	}
+}
+
+// BenchmarkPool_CrossGoroutine gets on one goroutine and puts on another.
+func BenchmarkPool_CrossGoroutine(b *testing.B) {
+	p := mustNew(b)
+	b.ReportAllocs()
+	ch := make(chan []byte, 128)
+	done := make(chan struct{})
+	go func() {
+		for buf := range ch {
+			p.Put(buf)
+		}
+		close(done)
+	}()
+	for b.Loop() {
+		ch <- p.Get(4096)
+	}
+	close(ch)
+	<-done
+}
+
+func BenchmarkPool_ReadStats(b *testing.B) {
+	p := mustNew(b)
+	var s memkit.Stats
+	b.ReportAllocs()
+	for b.Loop() {
+		p.ReadStats(&s)
+	}
+	b.ReportMetric(float64(len(s.Classes)), "classes")
+}
+
+var _ = fmt.Sprint
