@@ -22,12 +22,21 @@ import "unsafe"
 // refills, spills or is released, so the pool's stats may lag a busy Cache
 // by up to a batch per class.
 type Cache struct {
-	p     *Pool
+	// The pool's lookup table and limits, copied so that the hot path
+	// reads only the Cache.
+	tab       []uint8
+	tabMax    int
+	stepMask  int
+	stepShift uint
+	plain     bool // the pool is neither Bounded nor zeroing
+
 	lists []cacheList
+	p     *Pool
 }
 
 type cacheList struct {
 	bufs   []unsafe.Pointer
+	size   int    // the class size
 	allocs uint64 // not yet folded into the pool
 	frees  uint64
 	grows  uint64
@@ -35,29 +44,78 @@ type cacheList struct {
 
 // NewCache returns a Cache in front of p.
 func (p *Pool) NewCache() *Cache {
-	return &Cache{p: p, lists: make([]cacheList, len(p.sizes))}
+	c := &Cache{
+		tab: p.tab, tabMax: p.tabMax, stepMask: p.stepMask, stepShift: p.stepShift, plain: p.plain,
+		lists: make([]cacheList, len(p.sizes)),
+		p:     p,
+	}
+	for i := range c.lists {
+		c.lists[i].size = p.sizes[i]
+	}
+	return c
 }
 
 // Get is [Pool.Get] served from the Cache.
 func (c *Cache) Get(n int) []byte {
+	var cl int
+	if uint(n) <= uint(c.tabMax) {
+		cl = int(c.tab[(n+c.stepMask)>>c.stepShift])
+	} else {
+		return c.getLarge(n)
+	}
+	l := &c.lists[cl]
+	k := len(l.bufs) - 1
+	if k < 0 || !c.plain {
+		return c.getSlow(cl, n)
+	}
+	ptr := l.bufs[k]
+	l.bufs = l.bufs[:k]
+	l.allocs++
+	return unsafe.Slice((*byte)(ptr), l.size)[:n]
+}
+
+// getLarge is Get for sizes past the lookup table.
+func (c *Cache) getLarge(n int) []byte {
 	p := c.p
 	if uint(n) > uint(p.maxSize) {
 		return p.getOversize(n)
 	}
-	cl := p.class(n)
+	return c.getSlow(p.class(n), n)
+}
+
+// getSlow is Get for class cl when the list is empty or the pool checks or
+// zeroes what it hands out.
+func (c *Cache) getSlow(cl, n int) []byte {
 	l := &c.lists[cl]
-	k := len(l.bufs)
-	if k == 0 {
+	k := len(l.bufs) - 1
+	if k < 0 {
 		return c.refill(cl, n)
 	}
-	ptr := l.bufs[k-1]
-	l.bufs = l.bufs[:k-1]
+	ptr := l.bufs[k]
+	l.bufs = l.bufs[:k]
 	l.allocs++
-	return p.handOut(ptr, cl, n)
+	return c.p.handOut(ptr, cl, n)
 }
 
 // Put is [Pool.Put] into the Cache.
 func (c *Cache) Put(b []byte) {
+	size := cap(b)
+	if uint(size) > uint(c.tabMax) || !c.plain {
+		c.putSlow(b)
+		return
+	}
+	l := &c.lists[c.tab[(size+c.stepMask)>>c.stepShift]]
+	if l.size != size || len(l.bufs) == cap(l.bufs) {
+		c.putSlow(b)
+		return
+	}
+	l.bufs = append(l.bufs, unsafe.Pointer(unsafe.SliceData(b[:size])))
+	l.frees++
+}
+
+// putSlow is Put for large or odd capacities, a full list, or a pool that
+// checks what comes back.
+func (c *Cache) putSlow(b []byte) {
 	p := c.p
 	size := cap(b)
 	cl := p.exact(size)

@@ -34,11 +34,15 @@ import (
 // New that the GC never scans.
 type Pool struct {
 	// Class lookup, copied from the size-class table for the hot path.
-	minSize  int
-	maxSize  int
-	minShift uint
-	perShift uint
-	sizes    []int
+	minSize   int
+	maxSize   int
+	minShift  uint
+	perShift  uint
+	sizes     []int
+	tab       []uint8 // class of n, indexed by (n+stepMask)>>stepShift, n <= tabMax
+	tabMax    int
+	stepMask  int
+	stepShift uint
 
 	shardMask uintptr
 	shardBits uint
@@ -92,6 +96,7 @@ func New(opts ...Option) (*Pool, error) {
 		policy:    cfg.policy,
 		table:     t,
 	}
+	p.buildTable(t, cfg.perDoubling)
 	for c, size := range p.sizes {
 		p.magCap[c] = magazineSize(size)
 	}
@@ -117,13 +122,35 @@ func magazineSize(size int) int {
 	return min(max((512<<10)/size, 2), 64)
 }
 
-// class returns the class of a request of n bytes, 0 <= n <= maxSize.
+// class returns the class of a request of n bytes, 0 <= n <= maxSize: one
+// table load up to tabMax, the bit arithmetic of [sizeclass.Table.Index]
+// above it.
 func (p *Pool) class(n int) int {
-	if n <= p.minSize {
-		return 0
+	if n <= p.tabMax {
+		return int(p.tab[(n+p.stepMask)>>p.stepShift])
 	}
 	e := uint(bits.Len(uint(n-1))) - 1
 	return int((e-p.minShift)<<p.perShift) + (n-1-1<<e)>>(e-p.perShift) + 1
+}
+
+// buildTable fills the class lookup table. Every class is a multiple of the
+// smallest class step (MinSize / ClassesPerDoubling), so rounding n up to a
+// step never crosses a class: the table at step granularity is exact. It
+// covers sizes up to 64 KiB (a 4 KiB table at the default 16-byte step),
+// when there are at most 256 classes.
+func (p *Pool) buildTable(t *sizeclass.Table, per int) {
+	step := t.Min() / per
+	p.stepShift = uint(bits.TrailingZeros(uint(step)))
+	p.stepMask = step - 1
+	p.tabMax = min(64<<10, t.Max())
+	if t.Len() > 256 {
+		p.tabMax = -1
+		return
+	}
+	p.tab = make([]uint8, p.tabMax>>p.stepShift+1)
+	for i := range p.tab {
+		p.tab[i] = uint8(t.Index(i << p.stepShift))
+	}
 }
 
 // lockShard locks and returns the calling goroutine's shard, chosen by a

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/bytedance/gopkg/lang/mcache"
+
+	"github.com/memkit/memkit/bytepool"
+)
+
+// BenchmarkDirect measures Get+Put with every call made directly on the
+// concrete type, without memkit bench's interface dispatch (about 3-4 ns per
+// Get+Put, the same for every impl). It is the check on the targets
+// against mcache, the fastest peer: run it with
+//
+//	go -C cmd/memkit test -run '^$' -bench Direct -count 6 | benchstat -col /impl -
+func BenchmarkDirect(b *testing.B) {
+	for _, n := range sizes {
+		b.Run("GetPut/size="+sizeName(n), func(b *testing.B) {
+			b.Run("impl=memkit", func(b *testing.B) {
+				p := mustPool()
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := p.Get(n)
+					buf[0] = 1
+					p.Put(buf)
+				}
+			})
+			b.Run("impl=memkit-cache", func(b *testing.B) {
+				c := mustPool().NewCache()
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := c.Get(n)
+					buf[0] = 1
+					c.Put(buf)
+				}
+			})
+			b.Run("impl=mcache", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := mcache.Malloc(n)
+					buf[0] = 1
+					mcache.Free(buf)
+				}
+			})
+			b.Run("impl=syncpool", func(b *testing.B) {
+				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
+				b.ReportAllocs()
+				for b.Loop() {
+					bp := sp.Get().(*[]byte)
+					(*bp)[0] = 1
+					sp.Put(bp)
+				}
+			})
+		})
+		b.Run("GetPutParallel/size="+sizeName(n), func(b *testing.B) {
+			b.Run("impl=memkit", func(b *testing.B) {
+				p := mustPool()
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						buf := p.Get(n)
+						buf[0] = 1
+						p.Put(buf)
+					}
+				})
+			})
+			b.Run("impl=mcache", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						buf := mcache.Malloc(n)
+						buf[0] = 1
+						mcache.Free(buf)
+					}
+				})
+			})
+		})
+	}
+}
+
+var _ = bytepool.Get
