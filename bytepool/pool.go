@@ -54,7 +54,6 @@ type Pool struct {
 	plain  bool // neither Bounded nor zeroing: Get has nothing to do but slice
 	policy Policy
 	region *region // Bounded only
-	table  *sizeclass.Table
 
 	decays atomic.Uint64 // decay passes run, for tests that wait on them
 }
@@ -94,7 +93,6 @@ func New(opts ...Option) (*Pool, error) {
 		zeroed:    cfg.zeroed,
 		plain:     !cfg.zeroed && cfg.policy == Elastic,
 		policy:    cfg.policy,
-		table:     t,
 	}
 	p.buildTable(t, cfg.perDoubling)
 	for c, size := range p.sizes {
