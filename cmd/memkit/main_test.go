@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,8 +41,16 @@ func TestRun_Table(t *testing.T) {
 			t.Errorf("no row for impl %s:\n%s", im.name, out)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^  memkit +\S+ +0 +0 +1\.00$`).MatchString(out) {
-		t.Errorf("memkit row is not 0 B/op, 0 allocs/op, ratio 1.00:\n%s", out)
+	// 0 allocs/op, ratio 1.00. B/op may round up to a few bytes when a GC
+	// cycle lands in so short a run: the pool's decay pass runs after it on
+	// the finalizer goroutine, and testing charges every goroutine's
+	// allocations to the benchmark. It must stay below one 64-byte buffer.
+	m := regexp.MustCompile(`(?m)^  memkit +\S+ +(\d+) +0 +1\.00$`).FindStringSubmatch(out)
+	if m == nil {
+		m = []string{"", "no row"}
+	}
+	if bytes, err := strconv.Atoi(m[1]); err != nil || bytes >= 64 {
+		t.Errorf("memkit row is not under 64 B/op, 0 allocs/op, ratio 1.00:\n%s", out)
 	}
 	if strings.Contains(out, "GetPutParallel") {
 		t.Errorf("filter GetPut/size=64B selected GetPutParallel:\n%s", out)
