@@ -1,0 +1,196 @@
+package buddy_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/buddy"
+	"github.com/memkit/memkit/internal/memtest"
+)
+
+// FuzzAllocator decodes the input into Alloc, Free, double-Free,
+// foreign-Free, Coalesce and verify operations and checks them against a
+// model: no two live blocks overlap, every byte written reads back until
+// Free, every double or foreign free panics with its message, an Alloc fails
+// only when the model's free bytes cannot hold the block, and the stats
+// agree with the model. At the end everything is freed and the whole region
+// must be allocatable as one block again.
+func FuzzAllocator(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 0, 0, 2, 0, 1, 0, 3, 0, 4, 1, 5})
+	f.Add([]byte{3, 0, 255, 255, 0, 0, 16, 1, 1, 1, 2, 0, 6, 0, 0, 10})
+	f.Add([]byte{1, 0, 8, 0, 0, 8, 0, 0, 8, 0, 0, 8, 1, 0, 1, 1, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ops := memtest.NewOps(data)
+		cfg := ops.Byte()
+		minBlock := 8 << (cfg % 4)         // 8 to 64 B
+		size := 64 << 10 >> (cfg >> 2 % 4) // 8 to 64 KiB
+		var opts []buddy.Option
+		if cfg&0x80 != 0 {
+			opts = append(opts, buddy.WithOffHeap())
+		}
+		a := mustNew(t, size, minBlock, opts...)
+		defer a.Close()
+		m := memtest.NewModel(0)
+		var freed [][]byte // blocks freed, for double frees
+		var allocs, frees, failures, bad uint64
+		var inUse int
+		const maxLive = 64
+		for ops.More() {
+			switch op := ops.Byte() % 8; {
+			case op <= 2 && len(m.Live) < maxLive:
+				n := ops.Uint16() % (size + size/4)
+				if op == 2 {
+					n %= 256
+				}
+				b, err := a.Alloc(n)
+				if err != nil {
+					if !errors.Is(err, buddy.ErrNoSpace) {
+						t.Fatal(err)
+					}
+					if n <= size && size-inUse >= a.BlockSize(n) && fits(m, a, n) {
+						t.Fatalf("Alloc(%d) failed with a free aligned block of %d", n, a.BlockSize(n))
+					}
+					failures++
+					continue
+				}
+				if len(b) != n || cap(b) != a.BlockSize(n) {
+					t.Fatalf("Alloc(%d): len %d cap %d", n, len(b), cap(b))
+				}
+				if _, err := m.Add(b); err != nil {
+					t.Fatal(err)
+				}
+				allocs++
+				inUse += cap(b)
+			case (op == 3 || op == 4) && len(m.Live) > 0:
+				b, err := m.Remove(int(ops.Byte()) % len(m.Live))
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.Free(b)
+				frees++
+				inUse -= cap(b)
+				freed = append(freed, b)
+				if len(freed) > 8 {
+					freed = freed[1:]
+				}
+			case op == 5 && len(freed) > 0:
+				// A double free, unless the block was handed out again.
+				b := freed[int(ops.Byte())%len(freed)]
+				if liveAt(m, b) {
+					continue
+				}
+				want := "memkit/buddy: double free"
+				if covered(m, b) {
+					want = "memkit/buddy: foreign memory" // inside a live block now
+				}
+				if got := panicOf(func() { a.Free(b) }); got != want {
+					t.Fatalf("double Free: panic %q; want %q", got, want)
+				}
+				bad++
+			case op == 6 && len(m.Live) > 0:
+				b := m.Live[int(ops.Byte())%len(m.Live)].Buf
+				if cap(b) <= minBlock {
+					continue
+				}
+				if got := panicOf(func() { a.Free(b[minBlock:]) }); got != "memkit/buddy: foreign memory" {
+					t.Fatalf("interior Free: panic %q", got)
+				}
+				bad++
+			case op == 7:
+				if err := m.VerifyAll(); err != nil {
+					t.Fatal(err)
+				}
+				a.Coalesce()
+			}
+		}
+		var s memkit.Stats
+		a.ReadStats(&s)
+		if s.Allocs != allocs || s.Frees != frees || s.Failures != failures || s.BadFrees != bad ||
+			s.LiveObjects != uint64(len(m.Live)) || s.InUseBytes != uint64(inUse) || s.ReservedBytes != uint64(size) {
+			t.Fatalf("stats %v\nmodel: allocs %d frees %d failures %d bad %d live %d in use %d",
+				&s, allocs, frees, failures, bad, len(m.Live), inUse)
+		}
+		if err := memtest.CheckDisjoint(m); err != nil {
+			t.Fatal(err)
+		}
+		for len(m.Live) > 0 {
+			b, err := m.Remove(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Free(b)
+		}
+		b, err := a.Alloc(size)
+		if err != nil {
+			t.Fatal("whole region after freeing everything:", err)
+		}
+		a.Free(b)
+	})
+}
+
+// fits reports whether some block of BlockSize(n), aligned to its size in
+// the region, overlaps no live block: an Alloc(n) must then succeed.
+func fits(m *memtest.Model, a *buddy.Allocator, n int) bool {
+	bs := a.BlockSize(n)
+	if len(m.Live) == 0 {
+		return true
+	}
+	// Find the region's base from any live block: blocks are aligned to
+	// their size relative to it, and the region is aligned to MinBlock at
+	// least; scan the candidate offsets.
+	base := regionBase(a)
+	for off := 0; off+bs <= a.Size(); off += bs {
+		lo, hi := base+uintptr(off), base+uintptr(off+bs)
+		free := true
+		for _, blk := range m.Live {
+			p := addr(blk.Buf)
+			if p < hi && lo < p+uintptr(cap(blk.Buf)) {
+				free = false
+				break
+			}
+		}
+		if free {
+			return true
+		}
+	}
+	return false
+}
+
+// regionBase finds the region's start: Alloc of the whole region is not
+// possible while blocks are live, so it is recorded by the export hook.
+func regionBase(a *buddy.Allocator) uintptr { return a.Base() }
+
+// liveAt reports whether a live block starts where b does.
+func liveAt(m *memtest.Model, b []byte) bool {
+	for _, blk := range m.Live {
+		if addr(blk.Buf) == addr(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// covered reports whether b's start lies inside a live block.
+func covered(m *memtest.Model, b []byte) bool {
+	p := addr(b)
+	for _, blk := range m.Live {
+		q := addr(blk.Buf)
+		if q <= p && p < q+uintptr(cap(blk.Buf)) {
+			return true
+		}
+	}
+	return false
+}
+
+// panicOf runs f and returns what it panicked with, or "" if it did not.
+func panicOf(f func()) (s string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
+}

@@ -1,0 +1,149 @@
+package extent_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/extent"
+)
+
+func Example() {
+	a, err := extent.New()
+	if err != nil {
+		panic(err)
+	}
+	buf := a.Malloc(1024) // exactly 1024 bytes
+	part1, part2, part3 := buf[:256], buf[256:512], buf[512:]
+	copy(part3, "part 3 data")
+	a.Free(part1) // free any sub-slice...
+	a.Free(part2)
+	fmt.Println(string(part3[:11])) // ...the rest stays allocated
+	a.Free(part3)
+
+	var fs extent.FreeStats
+	a.ReadFreeStats(&fs)
+	fmt.Println(fs.FreeRanges, fs.FreeBytes) // coalesced into one range
+	// Output:
+	// part 3 data
+	// 1 1048576
+}
+
+func ExampleNew() {
+	a, err := extent.New(
+		extent.WithBlockSize(4<<20),
+		extent.WithMaxTotal(64<<20),
+		extent.WithOffHeap(), // blocks from mmap, invisible to the GC
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer a.Close()
+	b := a.Malloc(1500)
+	fmt.Println(len(b), cap(b))
+
+	_, err = extent.New(extent.WithBlockSize(10))
+	fmt.Println(err)
+	// Output:
+	// 1500 1500
+	// extent: BlockSize 10 must be between 64 and 1GiB
+}
+
+func ExampleAllocator_FreeRest() {
+	a, _ := extent.New()
+	pkt := a.Malloc(1500)
+	n := copy(pkt, "GET / HTTP/1.1\r\n") // the packet turned out short
+	pkt = a.FreeRest(pkt, n)             // keep n bytes, free the other 1484
+	fmt.Printf("%q %d\n", pkt, cap(pkt))
+	var s memkit.Stats
+	a.ReadStats(&s)
+	fmt.Println("in use", s.InUseBytes)
+	// Output:
+	// "GET / HTTP/1.1\r\n" 16
+	// in use 16
+}
+
+// Borrow hands out scratch memory with no bookkeeping; Recycle takes it all
+// back at once.
+func ExampleAllocator_Borrow() {
+	a, _ := extent.New()
+	for range 3 {
+		scratch := a.Borrow(4096)
+		key := a.Borrow(32)
+		copy(key, "request-42")
+		_ = scratch
+		a.Recycle() // scratch and key must not be used after this
+	}
+	var s memkit.Stats
+	a.ReadStats(&s)
+	fmt.Println("allocs", s.Allocs, "in use", memkit.FormatBytes(s.InUseBytes)) // one 64 KiB chunk, reused
+	// Output: allocs 0 in use 64KiB
+}
+
+func ExampleAllocator_TryMalloc() {
+	a, _ := extent.New(extent.WithBlockSize(4096), extent.WithMaxTotal(4096))
+	b, _ := a.TryMalloc(4000)
+	_, err := a.TryMalloc(200)
+	fmt.Println(errors.Is(err, extent.ErrNoSpace))
+	c := a.Malloc(200) // Malloc falls back to the heap instead
+	var s memkit.Stats
+	a.ReadStats(&s)
+	fmt.Println("fallbacks", s.HeapFallbacks, "failures", s.Failures)
+	a.Free(b)
+	a.Free(c)
+	// Output:
+	// true
+	// fallbacks 1 failures 1
+}
+
+// Trim gives back idle blocks, but keeps what the peak since the previous
+// Trim needed.
+func ExampleAllocator_Trim() {
+	a, _ := extent.New(extent.WithBlockSize(64 << 10))
+	var bufs [][]byte
+	for range 8 {
+		bufs = append(bufs, a.Malloc(64<<10))
+	}
+	for _, b := range bufs {
+		a.Free(b)
+	}
+	fmt.Println(a.Trim()) // within the peak since New: kept
+	fmt.Println(a.Trim()) // idle for a whole Trim period: released
+	// Output:
+	// 0
+	// 524288
+}
+
+// A Shared allocator frees from any goroutine.
+func ExampleNewShared() {
+	s, _ := extent.NewShared()
+	frames := make(chan []byte, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Free(<-frames) // freed on another goroutine
+	}()
+	frames <- s.Malloc(1200)
+	<-done
+	var st memkit.Stats
+	s.ReadStats(&st)
+	fmt.Println("allocs", st.Allocs, "frees", st.Frees, "in use", st.InUseBytes)
+	// Output: allocs 1 frees 1 in use 0
+}
+
+func ExampleRecyclable() {
+	a, _ := extent.New()
+	frame := extent.NewRecyclable(a)
+	hdr := frame.NextN(12)
+	payload := frame.NextN(1400)
+	copy(hdr, "RTP header..")
+	_ = payload
+	fmt.Println(frame.Len())
+	frame.Recycle() // frees both pieces
+	var s memkit.Stats
+	a.ReadStats(&s)
+	fmt.Println("in use", s.InUseBytes)
+	// Output:
+	// 2
+	// in use 0
+}

@@ -1,0 +1,66 @@
+package extent
+
+// Test-only access to internals.
+
+// BorrowChunks returns the chunks Borrow holds: the current one and those
+// filled since the last Recycle.
+func (a *Allocator) BorrowChunks() [][]byte {
+	out := append([][]byte(nil), a.bOld...)
+	if a.bChunk != nil {
+		out = append(out, a.bChunk)
+	}
+	return out
+}
+
+// Blocks reports the number of blocks held.
+func (a *Allocator) Blocks() int { return len(a.sorted) }
+
+// CheckTree verifies the treap's invariants: ordering, disjoint ranges,
+// heap order of priorities, parent links and subtree maxima. It returns a
+// description of the first violation, or "".
+func (a *Allocator) CheckTree() string {
+	t := &a.t
+	count := 0
+	var prevEnd uintptr
+	var walk func(x, parent int32) (uintptr, string)
+	walk = func(x, parent int32) (uintptr, string) {
+		if x == 0 {
+			return 0, ""
+		}
+		n := t.nodes[x]
+		if n.parent != parent {
+			return 0, "bad parent link"
+		}
+		if parent != 0 && n.prio < t.nodes[parent].prio {
+			return 0, "heap order violated"
+		}
+		lm, msg := walk(n.left, x)
+		if msg != "" {
+			return 0, msg
+		}
+		if n.start >= n.end {
+			return 0, "empty range in the index"
+		}
+		if count > 0 && n.start < prevEnd {
+			return 0, "ranges out of order or overlapping"
+		}
+		prevEnd = n.end
+		count++
+		rm, msg := walk(n.right, x)
+		if msg != "" {
+			return 0, msg
+		}
+		m := max(n.end-n.start, lm, rm)
+		if m != n.max {
+			return 0, "stale subtree maximum"
+		}
+		return m, ""
+	}
+	if _, msg := walk(t.root, 0); msg != "" {
+		return msg
+	}
+	if count != t.count {
+		return "range count off"
+	}
+	return ""
+}

@@ -1,0 +1,521 @@
+package extent
+
+import (
+	"fmt"
+	"sort"
+	"unsafe"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/offheap"
+)
+
+// Allocator is an exact-size range allocator over blocks of memory, with
+// partial free.
+//
+// An Allocator is not safe for concurrent use; give each goroutine its own,
+// or use [NewShared]. Memory it handed out may be read and written on any
+// goroutine. The zero value is not usable: an Allocator must be created with
+// [New]. It must not be copied.
+//
+// [Allocator.Malloc] and [Allocator.Free] cost O(log n) for n free ranges
+// (a descent of the free-range treap; a few nanoseconds when few ranges are
+// free) and do not allocate once the index has held as many ranges before;
+// [Allocator.Borrow] is a bounds check and an add. Requests are served at
+// their exact size, with no rounding and no alignment (round n up yourself
+// where alignment matters). Bookkeeping is 48 bytes per free range (on
+// 64-bit) and about 48 per block, on the Go heap outside the blocks; a
+// block holds at most one more free range than it has live allocations. Memory is not zeroed: a range
+// holds what its previous user wrote (a new Go-heap block reads as zero).
+// Blocks live on the Go heap as pointer-free objects the GC never scans, or
+// off it [WithOffHeap].
+type Allocator struct {
+	t tree
+
+	slots    []block // by block ID; a slot with nil mem is unused
+	freeSlot []int32
+	sorted   []int32 // IDs of live blocks, by address
+	hint     int32   // the block the last Free hit, or -1
+	hintLo   uintptr // its bounds, so that a hit loads nothing else
+	hintHi   uintptr
+
+	cfg      config
+	lastGrow int // size of the last block grown
+
+	reserved uint64 // bytes of all blocks
+	heapRes  uint64 // bytes of heap fallback blocks, outside MaxTotal
+	free     uint64 // bytes in free ranges
+	peak     uint64 // peak in-use bytes since the last Trim
+
+	// Borrow's chunks: the one it bumps through, and those filled before
+	// it since the last Recycle.
+	bChunk []byte
+	bOff   int
+	bOld   [][]byte
+
+	allocs, frees, fallbacks, failures, grows, releases, badFrees uint64
+}
+
+// block is one piece of memory the allocator carves ranges from.
+type block struct {
+	mem      []byte
+	base     uintptr
+	fallback bool // a heap fallback past MaxTotal: dropped once all free
+}
+
+func (b *block) end() uintptr { return b.base + uintptr(len(b.mem)) }
+
+const (
+	errNegative   = "memkit/extent: negative size"
+	errDoubleFree = "memkit/extent: double free"
+	errForeign    = "memkit/extent: foreign memory"
+	errKeep       = "memkit/extent: FreeRest keep out of range"
+)
+
+func errorf(format string, args ...any) error { return fmt.Errorf("extent: "+format, args...) }
+
+// New returns an allocator configured by opts, or an error naming the first
+// invalid option. It reserves no memory until the first Malloc.
+func New(opts ...Option) (*Allocator, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	return &Allocator{t: newTree(), cfg: cfg, hint: -1, hintLo: 1}, nil
+}
+
+// Malloc returns n bytes: len and cap n, the capacity locked, so append past
+// it reallocates rather than write into a neighbour. Malloc(0) returns an
+// empty slice. It panics with "memkit/extent: negative size" if n < 0.
+//
+// It takes the lowest-addressed free range that fits; if none does, it
+// reserves a new block, or past MaxTotal serves n bytes from the Go heap
+// (counted in Stats.HeapFallbacks). The memory is not zeroed.
+func (a *Allocator) Malloc(n int) []byte {
+	if n <= 0 {
+		return a.mallocEmpty(n)
+	}
+	x := a.t.fit(uintptr(n))
+	if x == 0 {
+		b, _ := a.mallocSlow(n, true)
+		return b
+	}
+	a.allocs++
+	return a.take(x, n)
+}
+
+func (a *Allocator) mallocEmpty(n int) []byte {
+	if n < 0 {
+		panic(errNegative)
+	}
+	return []byte{}
+}
+
+// TryMalloc is Malloc without the heap fallback: when n does not fit in the
+// free ranges and a new block would pass MaxTotal, it returns [ErrNoSpace],
+// leaving the allocator unchanged but for Stats.Failures.
+func (a *Allocator) TryMalloc(n int) ([]byte, error) {
+	if n <= 0 {
+		return a.mallocEmpty(n), nil
+	}
+	x := a.t.fit(uintptr(n))
+	if x == 0 {
+		return a.mallocSlow(n, false)
+	}
+	a.allocs++
+	return a.take(x, n), nil
+}
+
+// take carves n bytes from the front of free range x.
+func (a *Allocator) take(x int32, n int) []byte {
+	nd := &a.t.nodes[x]
+	blk := &a.slots[nd.blk]
+	off := int(nd.start - blk.base)
+	if nd.end-nd.start == uintptr(n) {
+		// Delete before changing the range: the maxima on x's path still
+		// count its old length, and delete's fix-up relies on that.
+		a.t.delete(x)
+	} else {
+		old := nd.end - nd.start
+		nd.start += uintptr(n)
+		a.t.shrank(x, old)
+	}
+	a.free -= uint64(n)
+	if u := a.reserved - a.free; u > a.peak {
+		a.peak = u
+	}
+	return blk.mem[off : off+n : off+n]
+}
+
+// mallocSlow serves n bytes when no free range fits: from a new block, or,
+// past MaxTotal, from the heap (fallback) or not at all.
+func (a *Allocator) mallocSlow(n int, fallback bool) ([]byte, error) {
+	size := a.nextBlockSize(n)
+	if lim := a.cfg.maxTotal; lim != 0 && a.reserved-a.heapRes+uint64(size) > uint64(lim) {
+		// Shrink the block to what the budget has left, if n fits in it.
+		left := lim - int64(a.reserved-a.heapRes)
+		if left < int64(n) {
+			if !fallback {
+				a.failures++
+				return nil, ErrNoSpace
+			}
+			return a.heapFallback(n), nil
+		}
+		size = int(left)
+	}
+	mem, err := a.reserve(size)
+	if err != nil {
+		// The OS refused: treat it as the budget being used up.
+		if !fallback {
+			a.failures++
+			return nil, ErrNoSpace
+		}
+		return a.heapFallback(n), nil
+	}
+	id := a.addBlock(mem, false)
+	a.grows++
+	a.lastGrow = size
+	a.t.insert(a.slots[id].base, a.slots[id].end(), id)
+	a.free += uint64(size)
+	a.allocs++
+	return a.take(a.t.find(a.slots[id].base), n), nil
+}
+
+// nextBlockSize is the size of the next block to hold a request of n bytes.
+func (a *Allocator) nextBlockSize(n int) int {
+	size := a.cfg.blockSize
+	if a.lastGrow > 0 && a.cfg.growth > 1 {
+		size = int(min(float64(a.lastGrow)*a.cfg.growth, maxBlock))
+	}
+	size = max(size, a.cfg.blockSize)
+	if n > size {
+		size = n // a block of its own
+	}
+	return size
+}
+
+func (a *Allocator) reserve(size int) ([]byte, error) {
+	if a.cfg.offHeap {
+		b, err := offheap.Alloc(size)
+		if err != nil {
+			return nil, err
+		}
+		return b[:size:size], nil
+	}
+	return make([]byte, size), nil
+}
+
+// heapFallback serves n bytes past MaxTotal from a Go-heap block of exactly
+// n bytes, which is dropped as soon as all of it is free again (until then,
+// its freed parts serve other requests like any free range). Fallback
+// blocks do not count against MaxTotal.
+func (a *Allocator) heapFallback(n int) []byte {
+	id := a.addBlock(make([]byte, n), true)
+	a.allocs++
+	a.fallbacks++
+	if u := a.reserved - a.free; u > a.peak {
+		a.peak = u
+	}
+	return a.slots[id].mem
+}
+
+// addBlock records mem as a block and returns its ID.
+func (a *Allocator) addBlock(mem []byte, fallback bool) int32 {
+	b := block{mem: mem, base: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), fallback: fallback}
+	var id int32
+	if k := len(a.freeSlot); k > 0 {
+		id = a.freeSlot[k-1]
+		a.freeSlot = a.freeSlot[:k-1]
+		a.slots[id] = b
+	} else {
+		id = int32(len(a.slots))
+		a.slots = append(a.slots, b)
+	}
+	i := sort.Search(len(a.sorted), func(i int) bool { return a.slots[a.sorted[i]].base > b.base })
+	a.sorted = append(a.sorted, 0)
+	copy(a.sorted[i+1:], a.sorted[i:])
+	a.sorted[i] = id
+	a.reserved += uint64(len(mem))
+	if fallback {
+		a.heapRes += uint64(len(mem))
+	}
+	return id
+}
+
+// dropBlock forgets block id, whose whole range is free range x, and gives
+// its memory back.
+func (a *Allocator) dropBlock(id, x int32) {
+	a.t.delete(x)
+	blk := a.slots[id]
+	size := uint64(len(blk.mem))
+	a.free -= size
+	a.reserved -= size
+	if blk.fallback {
+		a.heapRes -= size
+	}
+	for i, s := range a.sorted {
+		if s == id {
+			a.sorted = append(a.sorted[:i], a.sorted[i+1:]...)
+			break
+		}
+	}
+	a.slots[id] = block{}
+	a.freeSlot = append(a.freeSlot, id)
+	if a.hint == id {
+		a.hint, a.hintLo, a.hintHi = -1, 1, 0
+	}
+	a.releases++
+	if a.cfg.offHeap && !blk.fallback {
+		// Unmapping a mapping offheap gave us cannot fail but for an OS
+		// error, which leaves the mapping in place: nothing to undo here.
+		_ = offheap.Free(blk.mem)
+	}
+}
+
+// blockOf returns the ID of the block holding [p, e), or -1.
+func (a *Allocator) blockOf(p, e uintptr) int32 {
+	if p >= a.hintLo && e <= a.hintHi {
+		return a.hint
+	}
+	return a.blockOfSlow(p, e)
+}
+
+// blockOfSlow is blockOf's binary search, which sets the hint.
+func (a *Allocator) blockOfSlow(p, e uintptr) int32 {
+	i := sort.Search(len(a.sorted), func(i int) bool { return a.slots[a.sorted[i]].base > p }) - 1
+	if i < 0 {
+		return -1
+	}
+	id := a.sorted[i]
+	b := &a.slots[id]
+	if e > b.end() {
+		return -1
+	}
+	a.hint, a.hintLo, a.hintHi = id, b.base, b.end()
+	return id
+}
+
+// Free returns the bytes b[:len(b)] to the allocator. b may be any
+// sub-slice of memory Malloc, TryMalloc or FreeRest handed out and not yet
+// freed: a whole allocation, a part of one (the rest stays allocated and
+// may be freed later, in any order), or a range spanning several adjacent
+// allocations of the same block. Free of an empty slice does nothing. After
+// Free, the caller must not use the freed bytes.
+//
+// Free panics with "memkit/extent: double free" if any byte of b is
+// already free, and with "memkit/extent: foreign memory" if b is not inside
+// one block of this allocator. Both are detected from the free-range index
+// alone, with no per-allocation state.
+func (a *Allocator) Free(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	e := p + uintptr(len(b))
+	id := a.blockOf(p, e)
+	if id < 0 || e < p {
+		a.badFrees++
+		panic(errForeign)
+	}
+	a.freeRange(p, e, id)
+	a.frees++
+}
+
+// freeRange puts [p, e) of block id back in the index, merged with the
+// free ranges it touches within the block.
+func (a *Allocator) freeRange(p, e uintptr, id int32) {
+	t := &a.t
+	pred, succ := t.around(p)
+	if pred != 0 && t.nodes[pred].end > p || succ != 0 && t.nodes[succ].start < e {
+		a.badFrees++
+		panic(errDoubleFree)
+	}
+	blk := &a.slots[id]
+	// Ranges touching [p, e) are in the same block unless p or e is the
+	// block's edge (another block may start right where this one ends).
+	joinL := pred != 0 && t.nodes[pred].end == p && p != blk.base
+	joinR := succ != 0 && t.nodes[succ].start == e && e != blk.end()
+	x := pred
+	switch {
+	case joinL && joinR:
+		end := t.nodes[succ].end
+		t.delete(succ)
+		t.nodes[pred].end = end
+		t.grew(pred, end-t.nodes[pred].start)
+	case joinL:
+		t.nodes[pred].end = e
+		t.grew(pred, e-t.nodes[pred].start)
+	case joinR:
+		t.nodes[succ].start = p
+		t.grew(succ, t.nodes[succ].end-p)
+		x = succ
+	default:
+		t.insert(p, e, id)
+		x = 0
+	}
+	a.free += uint64(e - p)
+	if blk.fallback {
+		if x == 0 {
+			x = t.find(p)
+		}
+		if t.nodes[x].start == blk.base && t.nodes[x].end == blk.end() {
+			a.dropBlock(id, x)
+		}
+	}
+}
+
+// FreeRest keeps the first keep bytes of b and frees the rest,
+// b[keep:len(b)], returning b[:keep:keep]. It panics with
+// "memkit/extent: FreeRest keep out of range" unless 0 <= keep <= len(b),
+// and otherwise as [Allocator.Free] does.
+func (a *Allocator) FreeRest(b []byte, keep int) []byte {
+	if keep < 0 || keep > len(b) {
+		panic(errKeep)
+	}
+	a.Free(b[keep:])
+	return b[:keep:keep]
+}
+
+// Borrow returns n bytes of scratch memory, valid until the next
+// [Allocator.Recycle]: it must not be freed, and must not be used after
+// Recycle. It is a bounds check and an add, with no per-call bookkeeping,
+// bumping through chunks of BorrowChunk bytes (a larger request gets a chunk
+// of its own). The memory is not zeroed. Borrow panics with
+// "memkit/extent: negative size" if n < 0.
+func (a *Allocator) Borrow(n int) []byte {
+	off := a.bOff
+	if uint(n) <= uint(len(a.bChunk)-off) {
+		a.bOff = off + n
+		return a.bChunk[off : off+n : off+n]
+	}
+	return a.borrowSlow(n)
+}
+
+func (a *Allocator) borrowSlow(n int) []byte {
+	if n < 0 {
+		panic(errNegative)
+	}
+	if a.bChunk != nil {
+		a.bOld = append(a.bOld, a.bChunk)
+	}
+	c := a.Malloc(max(n, a.cfg.borrowChunk))
+	a.allocs-- // a chunk is no allocation of the caller's
+	a.bChunk, a.bOff = c, n
+	return c[:n:n]
+}
+
+// Recycle ends every Borrow since the previous Recycle: their memory goes
+// back to the allocator, but for the current chunk, which Borrow reuses
+// from its start. Allocations from Malloc are not affected.
+func (a *Allocator) Recycle() {
+	for i, c := range a.bOld {
+		a.Free(c)
+		a.frees--
+		a.bOld[i] = nil
+	}
+	a.bOld = a.bOld[:0]
+	a.bOff = 0
+}
+
+// Trim gives back blocks that are entirely free, keeping enough blocks to
+// hold the peak bytes in use since the previous Trim, and returns the bytes
+// released. The peak makes Trim hysteretic: a program that alternates
+// Malloc and Free, or whose use swings between Trims, keeps the blocks it
+// will need again instead of releasing and re-reserving them each time.
+// Off-heap blocks are unmapped; heap blocks are left to the GC.
+func (a *Allocator) Trim() int {
+	keep := a.peak
+	released := 0
+	for i := len(a.sorted) - 1; i >= 0; i-- {
+		id := a.sorted[i]
+		blk := &a.slots[id]
+		size := uint64(len(blk.mem))
+		if a.reserved-size < keep {
+			continue
+		}
+		x := a.t.find(blk.base)
+		if x == 0 || a.t.nodes[x].end != blk.end() {
+			continue // not entirely free
+		}
+		a.dropBlock(id, x)
+		released += int(size)
+	}
+	a.peak = a.reserved - a.free
+	return released
+}
+
+// Close gives back every block, off-heap ones unmapped, and resets the
+// allocator to its state after New (the counters are kept). Every slice it
+// handed out, and every Borrow, becomes invalid.
+func (a *Allocator) Close() {
+	for _, id := range a.sorted {
+		blk := &a.slots[id]
+		if a.cfg.offHeap && !blk.fallback {
+			_ = offheap.Free(blk.mem)
+		}
+		a.releases++
+	}
+	a.t = newTree()
+	a.slots, a.freeSlot, a.sorted = nil, nil, nil
+	a.hint, a.hintLo, a.hintHi = -1, 1, 0
+	a.bChunk, a.bOff, a.bOld = nil, 0, nil
+	a.reserved, a.heapRes, a.free, a.peak, a.lastGrow = 0, 0, 0, 0, 0
+}
+
+// FreeStats describes an allocator's free memory: how much there is and
+// how fragmented it is. It complements [memkit.Stats], which has no fields
+// for free ranges.
+//
+// FreeStats is a plain value; it may be copied. A zero FreeStats is an
+// empty snapshot.
+type FreeStats struct {
+	// FreeBytes is the bytes in free ranges of the allocator's blocks.
+	FreeBytes uint64
+	// LargestFree is the longest free range: the largest Malloc served
+	// without reserving a block.
+	LargestFree uint64
+	// FreeRanges is the number of free ranges.
+	FreeRanges int
+	// Fragmentation is 1 - LargestFree/FreeBytes: 0 when the free memory
+	// is one range (or there is none), near 1 when it is scattered in small
+	// pieces.
+	Fragmentation float64
+}
+
+// ReadFreeStats fills *s. It costs O(1) and does not allocate.
+func (a *Allocator) ReadFreeStats(s *FreeStats) {
+	s.FreeBytes = a.free
+	s.LargestFree = uint64(a.t.nodes[a.t.root].max)
+	s.FreeRanges = a.t.count
+	s.Fragmentation = 0
+	if a.free > 0 {
+		s.Fragmentation = 1 - float64(s.LargestFree)/float64(a.free)
+	}
+}
+
+// ReadStats fills *s with a snapshot. ReservedBytes is the bytes of all
+// blocks (heap fallbacks included), InUseBytes those not in free ranges
+// (Borrow's chunks count as in use); their difference is
+// [FreeStats].FreeBytes. Allocs counts Malloc and TryMalloc calls that
+// returned memory and Frees counts Free and FreeRest calls, so LiveObjects,
+// Allocs-Frees floored at 0, is exact only when every allocation is freed
+// by one call; partial frees make it undercount. Grows and Releases count
+// blocks reserved and given back. There are no class rows. It does not
+// allocate.
+func (a *Allocator) ReadStats(s *memkit.Stats) {
+	s.Reset()
+	s.ReservedBytes = a.reserved
+	s.InUseBytes = a.reserved - a.free
+	s.Allocs = a.allocs
+	s.Frees = a.frees
+	if a.allocs > a.frees {
+		s.LiveObjects = a.allocs - a.frees
+	}
+	s.HeapFallbacks = a.fallbacks
+	s.Failures = a.failures
+	s.Grows = a.grows
+	s.Releases = a.releases
+	s.BadFrees = a.badFrees
+}

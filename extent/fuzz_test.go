@@ -1,0 +1,265 @@
+package extent_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/internal/memtest"
+)
+
+// FuzzAllocator decodes the input into Malloc, TryMalloc, Free, partial
+// Free, FreeRest, Borrow, Recycle, Trim, double-Free and foreign-Free
+// operations and checks them against a model: no two live ranges (or
+// borrowed ranges) overlap, every byte written reads back until freed or
+// recycled, a Free of a range with any free byte panics with "double free"
+// and one outside every block with "foreign memory", the free bytes in the
+// stats equal the reserved bytes less what the model holds, the index keeps
+// its invariants, and once everything is freed each block is one free range.
+func FuzzAllocator(f *testing.F) {
+	f.Add([]byte{0, 0, 100, 0, 0, 50, 0, 3, 0, 4, 1, 30, 5, 0, 9, 10})
+	f.Add([]byte{1, 0, 255, 15, 0, 255, 15, 2, 0, 3, 1, 3, 0, 8, 6, 0, 7, 9, 0, 11})
+	f.Add([]byte{2, 5, 0, 5, 200, 1, 5, 40, 0, 6, 6, 4, 0, 9, 9, 7, 8, 0, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ops := memtest.NewOps(data)
+		cfg := ops.Byte()
+		opts := []extent.Option{extent.WithBlockSize(4096 << (cfg % 3)), extent.WithBorrowChunk(1024)}
+		if cfg&4 != 0 {
+			opts = append(opts, extent.WithMaxTotal(16<<10))
+		}
+		if cfg&8 != 0 {
+			opts = append(opts, extent.WithGrowth(2))
+		}
+		if cfg&16 != 0 {
+			opts = append(opts, extent.WithOffHeap())
+		}
+		a := mustNew(t, opts...)
+		defer a.Close()
+		m := memtest.NewModel(0)  // live allocations
+		bm := memtest.NewModel(1) // live borrows
+		var freed [][]byte        // recently freed ranges, for double frees
+		var allocs, frees, bad, fails uint64
+		const maxLive = 64
+		size := func() int {
+			n := ops.Uint16()
+			if n&1 == 0 {
+				return n % 600
+			}
+			return n % 20000
+		}
+		remember := func(b []byte) {
+			freed = append(freed, b)
+			if len(freed) > 8 {
+				freed = freed[1:]
+			}
+		}
+		prevOp := byte(255)
+		for ops.More() {
+			op := ops.Byte() % 12
+			if len(m.Live) >= maxLive && op <= 1 {
+				op = 2
+			}
+			if debugOps {
+				if msg := a.CheckTree(); msg != "" {
+					t.Fatalf("before op %d, after op %d: %s", op, prevOp, msg)
+				}
+			}
+			prevOp = op
+			switch op {
+			case 0: // Malloc
+				n := size()
+				b := a.Malloc(n)
+				if len(b) != n || cap(b) != n {
+					t.Fatalf("Malloc(%d): len %d cap %d", n, len(b), cap(b))
+				}
+				if n == 0 {
+					continue
+				}
+				if _, err := m.Add(b); err != nil {
+					t.Fatal(err)
+				}
+				allocs++
+			case 1: // TryMalloc
+				n := size()
+				b, err := a.TryMalloc(n)
+				if err != nil {
+					if !errors.Is(err, extent.ErrNoSpace) {
+						t.Fatal(err)
+					}
+					fails++
+					continue
+				}
+				if n == 0 {
+					continue
+				}
+				if _, err := m.Add(b); err != nil {
+					t.Fatal(err)
+				}
+				allocs++
+			case 2, 3: // Free a whole allocation
+				if len(m.Live) == 0 {
+					continue
+				}
+				b, err := m.Remove(int(ops.Byte()) % len(m.Live))
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.Free(b)
+				frees++
+				remember(b)
+			case 4: // Free a part; the pieces either side stay live
+				if len(m.Live) == 0 {
+					continue
+				}
+				b, err := m.Remove(int(ops.Byte()) % len(m.Live))
+				if err != nil {
+					t.Fatal(err)
+				}
+				i := int(ops.Byte()) % len(b)
+				j := i + 1 + int(ops.Byte())%(len(b)-i)
+				a.Free(b[i:j])
+				frees++
+				remember(b[i:j])
+				for _, p := range [][]byte{b[:i:i], b[j:]} {
+					if len(p) > 0 {
+						if _, err := m.Add(p); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			case 5: // FreeRest
+				if len(m.Live) == 0 {
+					continue
+				}
+				b, err := m.Remove(int(ops.Byte()) % len(m.Live))
+				if err != nil {
+					t.Fatal(err)
+				}
+				keep := int(ops.Byte()) % (len(b) + 1)
+				k := a.FreeRest(b, keep)
+				if len(k) != keep || cap(k) != keep {
+					t.Fatalf("FreeRest(%d, %d): len %d cap %d", len(b), keep, len(k), cap(k))
+				}
+				if keep < len(b) {
+					frees++ // FreeRest of nothing is no Free
+					remember(b[keep:])
+				}
+				if keep > 0 {
+					if _, err := m.Add(k); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case 6: // Borrow
+				n := int(ops.Byte()) * 9
+				b := a.Borrow(n)
+				if len(b) != n || cap(b) != n {
+					t.Fatalf("Borrow(%d): len %d cap %d", n, len(b), cap(b))
+				}
+				if _, err := bm.Add(b); err != nil {
+					t.Fatal(err)
+				}
+			case 7: // Recycle
+				if err := bm.VerifyAll(); err != nil {
+					t.Fatal(err)
+				}
+				bm.Live = bm.Live[:0]
+				a.Recycle()
+			case 8:
+				a.Trim()
+			case 9: // double free: a range freed before, now wholly free again?
+				if len(freed) == 0 {
+					continue
+				}
+				b := freed[int(ops.Byte())%len(freed)]
+				if overlapsHeld(a, m, b) {
+					continue // handed out again since
+				}
+				if got := panicOf(func() { a.Free(b) }); got != "memkit/extent: double free" && got != "memkit/extent: foreign memory" {
+					t.Fatalf("double Free: panic %q", got)
+				}
+				bad++
+			case 10: // foreign memory
+				if got := panicOf(func() { a.Free(make([]byte, 1+int(ops.Byte()))) }); got != "memkit/extent: foreign memory" {
+					t.Fatalf("foreign Free: panic %q", got)
+				}
+				bad++
+			case 11:
+				if err := m.VerifyAll(); err != nil {
+					t.Fatal(err)
+				}
+				if msg := a.CheckTree(); msg != "" {
+					t.Fatal("free-range index:", msg)
+				}
+			}
+		}
+		if err := memtest.CheckDisjoint(m, bm); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.VerifyAll(); err != nil {
+			t.Fatal(err)
+		}
+		if msg := a.CheckTree(); msg != "" {
+			t.Fatal("free-range index:", msg)
+		}
+		var held uint64
+		for _, blk := range m.Live {
+			held += uint64(len(blk.Buf))
+		}
+		for _, c := range a.BorrowChunks() {
+			held += uint64(len(c))
+		}
+		var s memkit.Stats
+		var fs extent.FreeStats
+		a.ReadStats(&s)
+		a.ReadFreeStats(&fs)
+		if s.InUseBytes != held || fs.FreeBytes != s.ReservedBytes-held || s.Allocs != allocs ||
+			s.Frees != frees || s.BadFrees != bad || s.Failures != fails {
+			t.Fatalf("stats %v free %+v\nmodel: held %d allocs %d frees %d bad %d failures %d",
+				&s, fs, held, allocs, frees, bad, fails)
+		}
+		// Free everything: each block must be one free range again.
+		for len(m.Live) > 0 {
+			b, err := m.Remove(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Free(b)
+		}
+		a.Recycle()
+		a.Trim()
+		a.Trim()
+		a.ReadStats(&s)
+		a.ReadFreeStats(&fs)
+		chunk := uint64(0)
+		if cs := a.BorrowChunks(); len(cs) > 0 {
+			chunk = uint64(len(cs[0]))
+		}
+		if s.InUseBytes != chunk {
+			t.Fatalf("after freeing everything: %v free %+v blocks %d chunks %d", &s, fs, a.Blocks(), len(a.BorrowChunks()))
+		}
+		if chunk == 0 && (fs.FreeRanges != a.Blocks() || s.ReservedBytes != 0) {
+			t.Fatalf("after freeing everything and two Trims: %v, %+v, %d blocks", &s, fs, a.Blocks())
+		}
+	})
+}
+
+// overlapsHeld reports whether b overlaps a live allocation or a Borrow
+// chunk: a Free of it would then not be a plain double free.
+func overlapsHeld(a *extent.Allocator, m *memtest.Model, b []byte) bool {
+	for _, blk := range m.Live {
+		if memtest.Overlap(blk.Buf, b) {
+			return true
+		}
+	}
+	for _, c := range a.BorrowChunks() {
+		if memtest.Overlap(c, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// debugOps checks the index before every operation, to find the one that
+// broke it.
+const debugOps = false

@@ -1,0 +1,91 @@
+package extent
+
+import (
+	"sync"
+
+	"github.com/memkit/memkit"
+)
+
+// Shared is an [Allocator] behind a mutex, for programs that allocate on
+// one goroutine and free on another (Monibuca frees frames on other
+// goroutines than the ones that allocate them).
+//
+// A Shared is safe for concurrent use by multiple goroutines. The zero value
+// is not usable: a Shared must be created with [NewShared]. It must not be
+// copied. Each call costs the Allocator's plus one uncontended lock and
+// unlock (about 10-20 ns); under contention goroutines wait for each other,
+// so a goroutine with a hot loop is better served by an Allocator of its own.
+// It has no Borrow: scratch memory shared by goroutines has no owner to
+// Recycle it; use a [Recyclable] per batch instead. Memory, overhead and
+// zeroing are the Allocator's.
+type Shared struct {
+	mu sync.Mutex
+	a  *Allocator
+}
+
+// NewShared returns a goroutine-safe allocator configured by opts, or an
+// error naming the first invalid option.
+func NewShared(opts ...Option) (*Shared, error) {
+	a, err := New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Shared{a: a}, nil
+}
+
+// Malloc is [Allocator.Malloc] under the lock.
+func (s *Shared) Malloc(n int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.a.Malloc(n)
+}
+
+// TryMalloc is [Allocator.TryMalloc] under the lock.
+func (s *Shared) TryMalloc(n int) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.a.TryMalloc(n)
+}
+
+// Free is [Allocator.Free] under the lock; any goroutine may free memory
+// any other allocated.
+func (s *Shared) Free(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a.Free(b)
+}
+
+// FreeRest is [Allocator.FreeRest] under the lock.
+func (s *Shared) FreeRest(b []byte, keep int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.a.FreeRest(b, keep)
+}
+
+// Trim is [Allocator.Trim] under the lock.
+func (s *Shared) Trim() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.a.Trim()
+}
+
+// Close is [Allocator.Close] under the lock.
+func (s *Shared) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a.Close()
+}
+
+// ReadStats is [Allocator.ReadStats] under the lock.
+func (s *Shared) ReadStats(st *memkit.Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a.ReadStats(st)
+}
+
+// ReadFreeStats is [Allocator.ReadFreeStats] under the lock.
+func (s *Shared) ReadFreeStats(fs *FreeStats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a.ReadFreeStats(fs)
+}

@@ -1,0 +1,19 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package offheap
+
+import "syscall"
+
+// Mapped reports whether memory comes from mmap, outside the Go heap (true
+// here), or from the Go heap on platforms without mmap.
+const Mapped = true
+
+var pageSize = syscall.Getpagesize()
+
+func sysAlloc(n int) ([]byte, error) {
+	return syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+}
+
+// sysFree unmaps b, which is exactly a slice sysAlloc returned (syscall
+// finds its mapping by the address of the last byte).
+func sysFree(b []byte) error { return syscall.Munmap(b) }
