@@ -1,0 +1,57 @@
+package ringbuf
+
+import "fmt"
+
+// Policy is what [Ring.Write] does when every slot holds a record.
+type Policy int
+
+const (
+	// Reject, the default, makes Write return [ErrFull] and leave the ring
+	// unchanged; the rejection is counted in Stats.Failures.
+	Reject Policy = iota
+	// Overwrite drops the oldest record to make room, as the seed's ring
+	// does. Every dropped record is counted ([Ring.Dropped], and in
+	// Stats.Frees), never silently lost.
+	Overwrite
+	// Block makes Write wait until a reader frees a slot, and WriteContext
+	// until then or until its context ends.
+	Block
+)
+
+func (p Policy) String() string {
+	switch p {
+	case Reject:
+		return "Reject"
+	case Overwrite:
+		return "Overwrite"
+	case Block:
+		return "Block"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// Option configures a [Ring] built by [New].
+type Option func(*config)
+
+// MaxSlots is the largest number of slots [New] accepts.
+const MaxSlots = 1 << 30
+
+type config struct {
+	policy Policy
+	memory func(size int) []byte
+	start  uint64 // first position; tests start near wrap-around
+}
+
+func defaultConfig() config { return config{policy: Reject} }
+
+// WithPolicy sets what Write does when the ring is full (default
+// [Reject]).
+func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
+
+// WithMemory sets where the ring's slot memory comes from: memory(size)
+// must return at least size bytes that nothing else uses while the ring
+// does, for example a buffer from a bytepool.Pool, a chunk of a slab.Arena
+// or an off-heap mapping. The memory must not hold Go pointers the GC needs
+// to see, since the ring overwrites it with records. By default it is one
+// make([]byte) on the Go heap.
+func WithMemory(memory func(size int) []byte) Option { return func(c *config) { c.memory = memory } }

@@ -1,0 +1,837 @@
+package slab
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sort"
+	"unsafe"
+
+	"github.com/memkit/memkit"
+)
+
+// Arena is a slab allocator of reference-counted byte chunks in size
+// classes, with pointer-free [Loc] handles and chains: go-slab's Arena with
+// the same methods and names, made safe against the misuse go-slab lets
+// through.
+//
+// An Arena is not safe for concurrent use; give each goroutine its own, or
+// use [NewShared] for one arena that many goroutines share. The zero value
+// is not usable: an Arena must be created with [NewArena]. An Arena must not
+// be copied after first use.
+//
+// Chunk sizes start at startChunkSize and grow by growthFactor up to the
+// slab size; every chunk of a slab has the size of its class. [Arena.Alloc]
+// and [Arena.DecRef] cost a table load, a free-list pop or push and a few
+// stores each, never allocate once the arena holds a slab of the class, and
+// never touch the chunk's bytes. Finding the chunk of a buffer is O(1) when
+// it lies in the same slab as the previous one, O(log slabs) otherwise;
+// handles ([Loc]) are resolved in O(1).
+//
+// Memory comes in slabs of slabSize bytes from malloc (the Go heap when
+// malloc is nil; off-heap memory plugs in here). Slab memory holds only
+// the bytes callers write: the arena keeps its bookkeeping (16 bytes per
+// chunk, plus 20 per chunk of a slab once a chunk of it is chained with
+// [Arena.SetNext]) on the Go heap beside it, so slab memory is never
+// scanned by the GC. Requests are rounded up to their class, so at most a
+// factor of growthFactor (plus 8 bytes of alignment) is lost per chunk.
+// Memory is not zeroed: a chunk holds what its previous user wrote (or
+// whatever malloc returned).
+//
+// A slab whose chunks are all free is released (to the GC, or to the
+// function set with [WithFree]) once its class already holds
+// [WithIdleSlabs] entirely free slabs (default 1), so memory kept after a
+// burst goes back instead of staying pinned as it does in go-slab.
+//
+// # Buffers
+//
+// Every buffer the arena hands out has its capacity locked to the length
+// requested, so append past it reallocates on the Go heap instead of
+// running over a neighbouring chunk. A buffer stays valid until the
+// reference count of its chunk drops to zero; after that its memory may be
+// handed out again.
+//
+// AddRef, DecRef, SetNext, GetNext and BufToLoc accept a buffer returned by
+// Alloc, LocToBuf or GetNext, or any re-slice of one that stays inside its
+// chunk. A buffer the arena does not own makes them panic with
+// "memkit/slab: buffer not allocated by this arena" (and [Arena.Owns]
+// report false); a DecRef of a chunk already free panics with
+// "memkit/slab: DecRef of a free chunk". A []byte carries no generation, so
+// a DecRef through an old buffer after its chunk was handed out again
+// cannot be told from the new owner's: where a buffer's lifetime is not
+// obvious, keep a [Loc] instead, which detects it.
+type Arena struct {
+	classes   []class
+	tab       []uint16 // class of n, indexed by (n+7)>>3, n <= tabMax
+	tabMax    int
+	slabSize  int
+	malloc    func(int) []byte
+	free      func([]byte)
+	idleSlabs int
+
+	slabs     []*slab  // by slot; nil for a free slot
+	slotGen   []uint32 // by slot: generation the next slab in the slot starts at
+	freeSlots []int32
+	index     []slabRef // live slabs by base address, for buffer lookup
+	last      *slab     // slab of the last buffer looked up or handed out
+
+	failures uint64
+	badFrees uint64
+
+	// For a shard of a Shared arena: tag is the shard's number in the
+	// high bits of Loc.slab, and handoff the chain successor in another
+	// shard whose reference a free dropped, for the Shared to release.
+	tag     uint32
+	handoff Loc
+}
+
+// Loc.slab holds a slab slot + 1 in its low slotBits bits and, for a
+// Shared arena, the shard in the bits above.
+const (
+	slotBits = 24
+	slotMask = 1<<slotBits - 1
+)
+
+// slabRef is an entry of Arena.index.
+type slabRef struct {
+	base uintptr
+	s    *slab
+}
+
+// class is one chunk size class.
+type class struct {
+	size    uint32 // chunk size
+	perSlab int32  // chunks per slab
+	// Slabs with a free chunk, as a list of slots: slabs that became
+	// non-full go to the head, slabs that became empty to the tail, and
+	// Alloc takes from the head, so that empty slabs stay empty and can be
+	// released.
+	head, tail *slab
+	slabs      int // slabs of this class
+	idle       int // slabs of this class with no chunk in use
+
+	allocs, frees, grows, releases uint64
+}
+
+// slab is one slab of memory and its chunks' bookkeeping.
+type slab struct {
+	mem        []byte
+	base       uintptr
+	cl         *class
+	size       uint32 // chunk size
+	used       int32  // chunks in use
+	freeHead   int32  // first free chunk, -1 if none (besides fresh ones)
+	fresh      int32  // chunks from fresh on were never handed out
+	slot       int32
+	gen0       uint32 // generation of a chunk never handed out
+	recip      uint64 // ^uint64(0)/size + 1: off/size is the high word of off*recip
+	prev, next *slab  // links in the class's list of slabs with a free chunk
+	listed     bool
+	chunks     []chunk
+	nexts      []Loc // chain successors by chunk; nil until SetNext
+}
+
+// chunk is the bookkeeping of one chunk.
+type chunk struct {
+	refs     int32
+	gen      uint32 // incremented at every free
+	size     uint32 // bytes requested at Alloc: the capacity handed out
+	freeNext int32  // next free chunk while free
+}
+
+// maxClasses bounds the number of chunk classes a growth factor close to 1
+// may create.
+const maxClasses = 1024
+
+// tabLimit is the largest request the class lookup table covers.
+const tabLimit = 64 << 10
+
+// NewArena returns an arena whose chunk classes start at startChunkSize
+// bytes and grow by growthFactor, carved from slabs of slabSize bytes
+// obtained from malloc (make when malloc is nil), as go-slab's NewArena
+// does. Class sizes are rounded up to a multiple of 8, so that every chunk
+// is 8-byte aligned when malloc's slabs are, and the last class is slabSize
+// itself.
+//
+// It returns an error naming the bad parameter for a non-positive size, a
+// slabSize above [MaxSlabSize], a startChunkSize above slabSize, or a
+// growthFactor that is not above 1 (or so close to 1 that it would make
+// more than 1024 classes).
+func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(size int) []byte, opts ...Option) (*Arena, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case startChunkSize <= 0:
+		return nil, fmt.Errorf("slab: startChunkSize %d must be positive", startChunkSize)
+	case slabSize <= 0 || slabSize > MaxSlabSize:
+		return nil, fmt.Errorf("slab: slabSize %d must be between 1 and %d", slabSize, MaxSlabSize)
+	case startChunkSize > slabSize:
+		return nil, fmt.Errorf("slab: startChunkSize %d > slabSize %d", startChunkSize, slabSize)
+	case !(growthFactor > 1) || math.IsInf(growthFactor, 1):
+		return nil, fmt.Errorf("slab: growthFactor %v must be greater than 1", growthFactor)
+	case cfg.idleSlabs < 0:
+		return nil, fmt.Errorf("slab: IdleSlabs %d must be >= 0", cfg.idleSlabs)
+	}
+	var sizes []int
+	for c := roundUp8(startChunkSize); c < slabSize; {
+		sizes = append(sizes, c)
+		if len(sizes) > maxClasses {
+			return nil, fmt.Errorf("slab: growthFactor %v makes more than %d classes from %d to %d bytes",
+				growthFactor, maxClasses, startChunkSize, slabSize)
+		}
+		next := math.Ceil(float64(c) * growthFactor)
+		if next >= float64(slabSize) {
+			break
+		}
+		c = roundUp8(max(int(next), c+1))
+	}
+	sizes = append(sizes, slabSize)
+	if malloc == nil {
+		malloc = func(n int) []byte { return make([]byte, n) }
+	}
+	a := &Arena{
+		classes:   make([]class, len(sizes)),
+		slabSize:  slabSize,
+		malloc:    malloc,
+		free:      cfg.free,
+		idleSlabs: cfg.idleSlabs,
+	}
+	for i, sz := range sizes {
+		a.classes[i] = class{size: uint32(sz), perSlab: int32(slabSize / sz)}
+	}
+	a.tabMax = min(slabSize, tabLimit)
+	a.tab = make([]uint16, (a.tabMax+7)>>3+1)
+	c := 0
+	for i := range a.tab {
+		for int(a.classes[c].size) < i<<3 && c < len(sizes)-1 {
+			c++
+		}
+		a.tab[i] = uint16(c)
+	}
+	return a, nil
+}
+
+func roundUp8(n int) int { return (n + 7) &^ 7 }
+
+// classOf returns the class of a request of n bytes, 0 <= n <= slabSize.
+func (a *Arena) classOf(n int) int {
+	if n <= a.tabMax {
+		return int(a.tab[(n+7)>>3])
+	}
+	return sort.Search(len(a.classes), func(i int) bool { return int(a.classes[i].size) >= n })
+}
+
+// ClassSize returns the size of the chunk class that serves a request of n
+// bytes, or 0 if n is larger than the largest class.
+func (a *Arena) ClassSize(n int) int {
+	if n < 0 {
+		panic(msgNegative)
+	}
+	if n > a.slabSize {
+		return 0
+	}
+	return int(a.classes[a.classOf(n)].size)
+}
+
+// Alloc returns a buffer of length and capacity n from a chunk of the
+// smallest class that fits it, with a reference count of one. It returns
+// nil if n is larger than the largest class (the slab size) or if malloc
+// returned no memory for a new slab; [Arena.TryAlloc] says which. Alloc(0)
+// returns an empty, non-nil buffer that owns a chunk of the smallest class.
+// Alloc panics with "memkit/slab: negative size" if n < 0.
+//
+// The buffer holds what the chunk's previous user wrote. It stays valid
+// until its reference count drops to zero.
+func (a *Arena) Alloc(n int) []byte {
+	b, _ := a.alloc(n)
+	return b
+}
+
+// TryAlloc is Alloc that reports why it failed: [ErrTooLarge] for a request
+// larger than the largest class, [ErrNoSpace] if malloc returned no slab.
+// A failed TryAlloc leaves the arena unchanged, except for
+// Stats.Failures.
+func (a *Arena) TryAlloc(n int) ([]byte, error) { return a.alloc(n) }
+
+func (a *Arena) alloc(n int) ([]byte, error) {
+	if n < 0 {
+		panic(msgNegative)
+	}
+	if n > a.slabSize {
+		a.failures++
+		return nil, ErrTooLarge
+	}
+	var c int
+	if n <= a.tabMax {
+		c = int(a.tab[(n+7)>>3])
+	} else {
+		c = a.classOf(n)
+	}
+	cl := &a.classes[c]
+	s := cl.head
+	if s == nil {
+		if s = a.grow(c); s == nil {
+			a.failures++
+			return nil, ErrNoSpace
+		}
+	}
+	i := s.freeHead
+	var ch *chunk
+	if i >= 0 {
+		ch = &s.chunks[i]
+		s.freeHead = ch.freeNext
+	} else {
+		i = s.fresh
+		s.fresh++
+		ch = &s.chunks[i]
+		ch.gen = s.gen0
+	}
+	ch.refs = 1
+	ch.size = uint32(n)
+	if s.used == 0 {
+		cl.idle--
+	}
+	s.used++
+	if s.used == cl.perSlab {
+		a.unlist(cl, s)
+	}
+	cl.allocs++
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size))), n), nil
+}
+
+// grow adds a slab to class c, at the head of its list, and returns it, or
+// nil if malloc failed.
+func (a *Arena) grow(c int) *slab {
+	mem := a.malloc(a.slabSize)
+	if len(mem) < a.slabSize {
+		return nil
+	}
+	cl := &a.classes[c]
+	var slot int32
+	if k := len(a.freeSlots); k > 0 {
+		slot = a.freeSlots[k-1]
+		a.freeSlots = a.freeSlots[:k-1]
+	} else {
+		if len(a.slabs) >= slotMask {
+			if a.free != nil {
+				a.free(mem)
+			}
+			return nil // no slot number left for a Loc to name
+		}
+		slot = int32(len(a.slabs))
+		a.slabs = append(a.slabs, nil)
+		a.slotGen = append(a.slotGen, 0)
+	}
+	s := &slab{
+		mem:      mem,
+		base:     uintptr(unsafe.Pointer(unsafe.SliceData(mem))),
+		slot:     slot,
+		cl:       cl,
+		size:     cl.size,
+		freeHead: -1,
+		gen0:     a.slotGen[slot],
+		recip:    ^uint64(0)/uint64(cl.size) + 1,
+		chunks:   make([]chunk, cl.perSlab),
+	}
+	a.slabs[slot] = s
+	i := sort.Search(len(a.index), func(i int) bool { return a.index[i].base > s.base })
+	a.index = append(a.index, slabRef{})
+	copy(a.index[i+1:], a.index[i:])
+	a.index[i] = slabRef{s.base, s}
+	cl.slabs++
+	cl.idle++
+	cl.grows++
+	a.pushHead(cl, s)
+	return s
+}
+
+// release gives an entirely free slab back.
+func (a *Arena) release(s *slab) {
+	cl := s.cl
+	a.unlist(cl, s)
+	cl.slabs--
+	cl.idle--
+	cl.releases++
+	// The next slab in this slot starts past every generation a Loc into
+	// this one may hold.
+	g := s.gen0
+	for i := range s.chunks[:s.fresh] {
+		g = max(g, s.chunks[i].gen)
+	}
+	a.slotGen[s.slot] = g + 1
+	a.slabs[s.slot] = nil
+	s.prev, s.next = nil, nil
+	a.freeSlots = append(a.freeSlots, s.slot)
+	i := sort.Search(len(a.index), func(i int) bool { return a.index[i].base >= s.base })
+	copy(a.index[i:], a.index[i+1:])
+	a.index[len(a.index)-1] = slabRef{}
+	a.index = a.index[:len(a.index)-1]
+	if a.last == s {
+		a.last = nil
+	}
+	if a.free != nil {
+		a.free(s.mem)
+	}
+	s.mem = nil
+}
+
+func (a *Arena) pushHead(cl *class, s *slab) {
+	s.prev, s.next, s.listed = nil, cl.head, true
+	if cl.head != nil {
+		cl.head.prev = s
+	} else {
+		cl.tail = s
+	}
+	cl.head = s
+}
+
+func (a *Arena) pushTail(cl *class, s *slab) {
+	s.prev, s.next, s.listed = cl.tail, nil, true
+	if cl.tail != nil {
+		cl.tail.next = s
+	} else {
+		cl.head = s
+	}
+	cl.tail = s
+}
+
+func (a *Arena) unlist(cl *class, s *slab) {
+	if !s.listed {
+		return
+	}
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		cl.head = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else {
+		cl.tail = s.prev
+	}
+	s.prev, s.next, s.listed = nil, nil, false
+}
+
+// lookup returns the slab holding address p, or nil.
+func (a *Arena) lookup(p uintptr) *slab {
+	if s := a.last; s != nil && p-s.base < uintptr(a.slabSize) {
+		return s
+	}
+	// The last slab whose base is <= p, by binary search.
+	idx := a.index
+	lo, hi := 0, len(idx)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if idx[m].base <= p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 || p-idx[lo-1].base >= uintptr(a.slabSize) {
+		return nil
+	}
+	s := idx[lo-1].s
+	a.last = s
+	return s
+}
+
+// locate returns the slab and chunk of buf, or nil if buf is not inside one
+// chunk of the arena.
+func (a *Arena) locate(buf []byte) (*slab, int32) {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	if p == 0 {
+		return nil, 0
+	}
+	s := a.lookup(p)
+	if s == nil {
+		return nil, 0
+	}
+	off := uint32(p - s.base)
+	hi, _ := bits.Mul64(uint64(off), s.recip) // off / s.size, without a divide
+	i := uint32(hi)
+	if int(i) >= len(s.chunks) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
+		return nil, 0
+	}
+	return s, int32(i)
+}
+
+// find is locate for methods that panic on a foreign buffer.
+func (a *Arena) find(buf []byte) (*slab, int32) {
+	s, i := a.locate(buf)
+	if s == nil {
+		panic(msgForeign)
+	}
+	return s, i
+}
+
+// Owns reports whether buf lies inside a chunk of the arena that is
+// currently allocated: a buffer returned by Alloc, LocToBuf or GetNext and
+// not yet freed, or a re-slice of one. It never panics.
+func (a *Arena) Owns(buf []byte) bool {
+	s, i := a.locate(buf)
+	return s != nil && s.chunks[i].refs > 0
+}
+
+// AddRef adds a reference to the chunk of buf. It panics with
+// "memkit/slab: AddRef of a free chunk" if the chunk is free, and with
+// "memkit/slab: buffer not allocated by this arena" if buf is not in a
+// chunk of the arena.
+func (a *Arena) AddRef(buf []byte) {
+	s, i := a.find(buf)
+	a.addRef(&s.chunks[i], msgAddRefFree)
+}
+
+func (a *Arena) addRef(ch *chunk, msg string) {
+	if ch.refs <= 0 {
+		panic(msg)
+	}
+	if ch.refs == math.MaxInt32 {
+		panic(msgRefOverflow)
+	}
+	ch.refs++
+}
+
+// DecRef drops a reference to the chunk of buf and reports whether it was
+// the last one. When it was, the chunk is freed, buf and every other
+// buffer of the chunk must not be used any more, and the reference the
+// chunk held on its chain successor (see [Arena.SetNext]) is dropped in
+// turn, so dropping the head of a chain frees the whole chain unless other
+// references hold part of it.
+//
+// DecRef panics with "memkit/slab: DecRef of a free chunk" if the chunk is
+// free, and with "memkit/slab: buffer not allocated by this arena" if buf
+// is not in a chunk of the arena; both are counted in Stats.BadFrees first.
+func (a *Arena) DecRef(buf []byte) bool {
+	// The hot path of locate, written out: the buffer is most often in the
+	// slab of the previous lookup.
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	s := a.last
+	if s == nil || p-s.base >= uintptr(a.slabSize) {
+		if s = a.lookup(p); s == nil || p == 0 {
+			a.badFrees++
+			panic(msgForeign)
+		}
+	}
+	off := uint32(p - s.base)
+	hi, _ := bits.Mul64(uint64(off), s.recip) // off / s.size, without a divide
+	i := uint32(hi)
+	if i >= uint32(len(s.chunks)) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
+		a.badFrees++
+		panic(msgForeign)
+	}
+	ch := &s.chunks[i]
+	if ch.refs != 1 || s.nexts != nil {
+		return a.decRef(s, int32(i))
+	}
+	// The last reference to an unchained chunk: putChunk, written out.
+	ch.refs = 0
+	ch.gen++
+	ch.freeNext = s.freeHead
+	s.freeHead = int32(i)
+	cl := s.cl
+	cl.frees++
+	s.used--
+	switch {
+	case s.used == 0 && cl.tail == s && cl.idle < a.idleSlabs:
+		cl.idle++ // empty, kept, and already last in its list
+	case s.used == 0 || s.used == cl.perSlab-1:
+		a.slabChanged(cl, s)
+	}
+	return true
+}
+
+func (a *Arena) decRef(s *slab, i int32) bool {
+	ch := &s.chunks[i]
+	if ch.refs <= 0 {
+		a.badFrees++
+		panic(msgDecRefFree)
+	}
+	ch.refs--
+	if ch.refs > 0 {
+		return false
+	}
+	a.freeChunk(s, i)
+	return true
+}
+
+// freeChunk puts chunk i of s, whose count just dropped to zero, back, and
+// drops the reference it held on its chain successor.
+func (a *Arena) freeChunk(s *slab, i int32) {
+	if s.nexts != nil {
+		a.freeChain(s, i)
+		return
+	}
+	a.putChunk(s, i)
+}
+
+// freeChain frees chunk i of s and then, iteratively (a chain may be
+// long), every successor whose last reference that drops.
+func (a *Arena) freeChain(s *slab, i int32) {
+	for {
+		var next Loc
+		if s.nexts != nil {
+			next, s.nexts[i] = s.nexts[i], Loc{}
+		}
+		a.putChunk(s, i)
+		if next.IsNil() {
+			return
+		}
+		if next.slab&^slotMask != a.tag {
+			a.handoff = next // in another shard: the Shared releases it
+			return
+		}
+		s, i = a.slabs[next.slab&slotMask-1], int32(next.chunk)
+		ch := &s.chunks[i]
+		ch.refs--
+		if ch.refs > 0 {
+			return
+		}
+	}
+}
+
+// putChunk pushes chunk i of s on its slab's free list.
+func (a *Arena) putChunk(s *slab, i int32) {
+	ch := &s.chunks[i]
+	ch.gen++
+	ch.freeNext = s.freeHead
+	s.freeHead = i
+	cl := s.cl
+	cl.frees++
+	s.used--
+	if s.used == 0 || s.used == cl.perSlab-1 {
+		a.slabChanged(cl, s)
+	}
+}
+
+// slabChanged moves s, which just stopped being full or became empty, in
+// its class's list, and releases it if its class holds enough empty slabs.
+func (a *Arena) slabChanged(cl *class, s *slab) {
+	if s.used == cl.perSlab-1 {
+		a.pushHead(cl, s) // it was full, so unlisted
+	}
+	if s.used > 0 {
+		return
+	}
+	cl.idle++
+	if cl.idle > a.idleSlabs {
+		a.release(s)
+		return
+	}
+	if cl.tail != s {
+		a.unlist(cl, s)
+		a.pushTail(cl, s)
+	}
+}
+
+// chunkBuf returns the bytes [off, off+n) of chunk i of s, with their
+// capacity locked to the end of what was allocated.
+func chunkBuf(s *slab, i int32, off, n uint32) []byte {
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size)+uintptr(off))
+	return unsafe.Slice((*byte)(p), s.chunks[i].size-off)[:n]
+}
+
+// BufToLoc returns a [Loc] for buf, which must be a live buffer of the
+// arena (or a re-slice of one), without changing its reference count. It
+// panics with "memkit/slab: buffer not allocated by this arena" for a
+// buffer outside the arena and "memkit/slab: use of a free chunk" for a
+// free chunk.
+func (a *Arena) BufToLoc(buf []byte) Loc {
+	s, i := a.find(buf)
+	ch := &s.chunks[i]
+	if ch.refs <= 0 {
+		panic(msgFreeChunk)
+	}
+	off := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - s.base - uintptr(i)*uintptr(s.size))
+	return Loc{slab: a.tag | (uint32(s.slot) + 1), chunk: uint32(i), gen: ch.gen, off: off, n: uint32(len(buf))}
+}
+
+// valid returns the slab of l, or nil if l is nil or stale.
+func (a *Arena) valid(l Loc) *slab {
+	if l.slab&^slotMask != a.tag {
+		return nil
+	}
+	k := int(l.slab&slotMask) - 1
+	if k < 0 || k >= len(a.slabs) {
+		return nil
+	}
+	s := a.slabs[k]
+	if s == nil || int(l.chunk) >= len(s.chunks) {
+		return nil
+	}
+	if ch := &s.chunks[l.chunk]; ch.gen != l.gen || ch.refs <= 0 {
+		return nil
+	}
+	return s
+}
+
+// resolve returns the slab and chunk of l, or panics if l is stale.
+func (a *Arena) resolve(l Loc) (*slab, int32) {
+	s := a.valid(l)
+	if s == nil {
+		panic(msgStale)
+	}
+	return s, int32(l.chunk)
+}
+
+// LocToBuf returns the bytes l designates, as a buffer whose capacity runs
+// to the end of what was allocated for the chunk, or nil for the nil Loc.
+// It does not change the reference count. It panics with "memkit/slab:
+// stale handle" if the chunk was freed since l was made, and with
+// "memkit/slab: Loc range outside its chunk" if a [Loc.Slice] took l past
+// the end of the allocation.
+func (a *Arena) LocToBuf(l Loc) []byte {
+	if l.IsNil() {
+		return nil
+	}
+	s, i := a.resolve(l)
+	if uint64(l.off)+uint64(l.n) > uint64(s.chunks[i].size) {
+		panic(msgLocRange)
+	}
+	return chunkBuf(s, i, l.off, l.n)
+}
+
+// LocAddRef is [Arena.AddRef] through a Loc. It panics with "memkit/slab:
+// stale handle" if the chunk was freed since l was made, and does nothing
+// for the nil Loc.
+func (a *Arena) LocAddRef(l Loc) {
+	if l.IsNil() {
+		return
+	}
+	s, i := a.resolve(l)
+	a.addRef(&s.chunks[i], msgAddRefFree)
+}
+
+// LocDecRef is [Arena.DecRef] through a Loc: it reports whether the last
+// reference was dropped. Unlike DecRef of a buffer, it detects a second
+// release after the chunk was handed out again, and panics with
+// "memkit/slab: stale handle" (counted in Stats.BadFrees) instead of
+// freeing the new owner's chunk. It does nothing for the nil Loc and
+// returns false.
+func (a *Arena) LocDecRef(l Loc) bool {
+	if l.IsNil() {
+		return false
+	}
+	s := a.valid(l)
+	if s == nil {
+		a.badFrees++
+		panic(msgStale)
+	}
+	return a.decRef(s, int32(l.chunk))
+}
+
+// SetNext makes next the chain successor of buf's chunk, as go-slab's
+// SetNext does: the chunk of buf takes a reference on the chunk of next
+// (dropped when buf's chunk is freed or given another successor) and drops
+// the one it held on its previous successor. A nil next ends the chain at
+// buf. Both buffers must be live buffers of the arena; SetNext panics like
+// [Arena.BufToLoc] otherwise. Chains must not form cycles: a cycle keeps
+// its chunks alive forever.
+func (a *Arena) SetNext(buf, next []byte) {
+	a.live(buf)
+	var nl Loc
+	if next != nil {
+		nl = a.BufToLoc(next)
+		a.LocAddRef(nl)
+	}
+	if old := a.swapNext(buf, nl); !old.IsNil() {
+		a.LocDecRef(old)
+	}
+}
+
+// live returns the slab and chunk of buf, and panics unless buf is a live
+// buffer of the arena.
+func (a *Arena) live(buf []byte) (*slab, int32) {
+	s, i := a.find(buf)
+	if s.chunks[i].refs <= 0 {
+		panic(msgFreeChunk)
+	}
+	return s, i
+}
+
+// swapNext makes nl the successor of buf's chunk, which must be live, and
+// returns the previous one, whose reference the caller must drop.
+func (a *Arena) swapNext(buf []byte, nl Loc) Loc {
+	s, i := a.live(buf)
+	if s.nexts == nil {
+		if nl.IsNil() {
+			return Loc{}
+		}
+		s.nexts = make([]Loc, len(s.chunks))
+	}
+	old := s.nexts[i]
+	s.nexts[i] = nl
+	return old
+}
+
+// takeHandoff returns and clears the successor in another shard that the
+// last free left for the Shared arena to release.
+func (a *Arena) takeHandoff() Loc {
+	h := a.handoff
+	a.handoff = Loc{}
+	return h
+}
+
+// GetNext returns the chain successor of buf's chunk, with its reference
+// count incremented (as in go-slab: the caller DecRefs it when done), or
+// nil if buf ends its chain. The buffer is the one given to SetNext. It
+// panics like [Arena.BufToLoc] if buf is not a live buffer of the arena.
+func (a *Arena) GetNext(buf []byte) []byte {
+	l := a.NextLoc(buf)
+	if l.IsNil() {
+		return nil
+	}
+	a.LocAddRef(l)
+	return a.LocToBuf(l)
+}
+
+// NextLoc returns the [Loc] of the chain successor of buf's chunk, or the
+// nil Loc, without changing any reference count. The successor stays
+// valid as long as buf's chunk holds it.
+func (a *Arena) NextLoc(buf []byte) Loc {
+	s, i := a.live(buf)
+	if s.nexts == nil {
+		return Loc{}
+	}
+	return s.nexts[i]
+}
+
+// ReadStats overwrites *st with a snapshot of the arena's statistics and a
+// row per chunk class, smallest first. It does not allocate once
+// st.Classes has room for every class.
+//
+// A chunk counts at its class size in InUseBytes; ReservedBytes counts
+// every slab the arena holds, whole. Grows and Releases count slabs; a
+// class row's Releases counts the chunks of the slabs it released.
+// Failures counts Alloc and TryAlloc calls that returned nothing; BadFrees
+// counts DecRef and LocDecRef calls that panicked.
+func (a *Arena) ReadStats(st *memkit.Stats) {
+	st.Reset()
+	for c := range a.classes {
+		cl := &a.classes[c]
+		live := cl.allocs - cl.frees
+		size := uint64(cl.size)
+		st.Classes = append(st.Classes, memkit.ClassStats{
+			Size:          size,
+			InUseBytes:    live * size,
+			ReservedBytes: uint64(cl.slabs) * uint64(a.slabSize),
+			LiveObjects:   live,
+			IdleObjects:   uint64(cl.slabs)*uint64(cl.perSlab) - live,
+			Allocs:        cl.allocs,
+			Frees:         cl.frees,
+			Grows:         cl.grows,
+			Releases:      cl.releases * uint64(cl.perSlab),
+		})
+		st.InUseBytes += live * size
+		st.ReservedBytes += uint64(cl.slabs) * uint64(a.slabSize)
+		st.LiveObjects += live
+		st.Allocs += cl.allocs
+		st.Frees += cl.frees
+		st.Grows += cl.grows
+		st.Releases += cl.releases
+	}
+	st.Failures = a.failures
+	st.BadFrees = a.badFrees
+}

@@ -1,0 +1,145 @@
+package slab_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/slab"
+)
+
+// Cross-library comparisons live in cmd/memkit (memkit bench); these compare
+// the arena with the standard library and bytepool only.
+
+var benchSizes = []int{64, 512, 4 << 10}
+
+func sizeName(n int) string { return "size=" + memkit.FormatBytes(uint64(n)) }
+
+func BenchmarkArena_AllocDecRef(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			b.Run("impl=memkit", func(b *testing.B) {
+				a := mustArena(b, 64, 1<<20, 2)
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := a.Alloc(n)
+					buf[0] = 1
+					a.DecRef(buf)
+				}
+			})
+			b.Run("impl=syncpool", func(b *testing.B) {
+				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
+				b.ReportAllocs()
+				for b.Loop() {
+					bp := sp.Get().(*[]byte)
+					(*bp)[0] = 1
+					sp.Put(bp)
+				}
+			})
+			b.Run("impl=bytepool", func(b *testing.B) {
+				p, err := bytepool.New()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := p.Get(n)
+					buf[0] = 1
+					p.Put(buf)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkArena_Loc is the handle path: Alloc, BufToLoc, LocToBuf,
+// LocDecRef.
+func BenchmarkArena_Loc(b *testing.B) {
+	a := mustArena(b, 64, 1<<20, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		l := a.BufToLoc(a.Alloc(512))
+		a.LocToBuf(l)[0] = 1
+		a.LocDecRef(l)
+	}
+}
+
+// BenchmarkArena_Scattered frees chunks of many slabs in another order than
+// they were allocated, so the buffer lookup misses its one-slab cache.
+func BenchmarkArena_Scattered(b *testing.B) {
+	a := mustArena(b, 64, 64<<10, 2)
+	const live = 4096
+	bufs := make([][]byte, live)
+	for i := range bufs {
+		bufs[i] = a.Alloc(512 + 512*(i&3))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		j := int(uint32(i) * 2654435761 % live)
+		n := len(bufs[j])
+		a.DecRef(bufs[j])
+		bufs[j] = a.Alloc(n)
+		i++
+	}
+}
+
+func BenchmarkView(b *testing.B) {
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		slab.View[record](buf).ID++
+	}
+}
+
+func BenchmarkShared_AllocDecRef(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			b.Run("impl=memkit-shared", func(b *testing.B) {
+				sh, err := slab.NewShared(64, 1<<20, 2, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := sh.Alloc(n)
+					buf[0] = 1
+					sh.DecRef(buf)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkShared_AllocDecRefParallel(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			b.Run("impl=memkit-shared", func(b *testing.B) {
+				sh, err := slab.NewShared(64, 1<<20, 2, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						buf := sh.Alloc(n)
+						buf[0] = 1
+						sh.DecRef(buf)
+					}
+				})
+			})
+			b.Run("impl=syncpool", func(b *testing.B) {
+				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						bp := sp.Get().(*[]byte)
+						(*bp)[0] = 1
+						sp.Put(bp)
+					}
+				})
+			})
+		})
+	}
+}

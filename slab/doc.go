@@ -1,0 +1,54 @@
+// Package slab is a slab allocator of reference-counted byte chunks with
+// pointer-free handles and chains: the successor of go-slab, with its API
+// and names, so that migrating is a change of import path.
+//
+//	a, _ := slab.NewArena(64, 1<<20, 2, nil) // classes 64, 128, ... 1 MiB
+//	buf := a.Alloc(100)                      // len 100, cap locked at 100
+//	loc := a.BufToLoc(buf)                   // pointer-free handle
+//	...
+//	a.DecRef(buf)                            // count reaches 0: chunk freed
+//	a.LocToBuf(loc)                          // panics: memkit/slab: stale handle
+//
+// # Fixes over go-slab
+//
+//   - The capacity of every buffer is locked to the request, so append
+//     reallocates instead of writing over the neighbouring chunk.
+//   - A [Loc] carries the generation of its chunk: using it after the chunk
+//     was freed (even if it was handed out again) panics with
+//     "memkit/slab: stale handle" instead of reading or freeing the new
+//     owner's data.
+//   - A DecRef of a free chunk panics ("memkit/slab: DecRef of a free
+//     chunk"); a buffer the arena does not own panics on AddRef, DecRef and
+//     the other methods, and [Arena.Owns] reports false for it.
+//   - A request larger than the largest class returns nil from
+//     [Arena.Alloc] and [ErrTooLarge] from [Arena.TryAlloc].
+//   - Slabs that become entirely free are released, after a hysteresis set
+//     with [WithIdleSlabs], to the GC or, with [WithFree], to the OS.
+//   - [Arena.ReadStats] reports the shared [memkit.Stats] with a row per
+//     chunk class.
+//
+// # Typed views
+//
+// [View] and [ViewSlice] give a typed pointer into a buffer for
+// fixed-layout records, and refuse any type that holds a Go pointer
+// (strings, slices, maps, pointers, ...), which the GC would not see in
+// slab memory. [SetString] and [GetString] store text in fixed-size
+// [N]byte fields.
+//
+// # Chains
+//
+// [Arena.SetNext] links chunks into chains, as in go-slab: each chunk holds
+// a reference on its successor, so dropping the head frees the chain.
+// [ChainWriter] streams a large payload into a chain of chunks
+// ([io.Writer]) and [ChainReader] reads it back ([io.Reader],
+// [io.WriterTo]); one chunk in the middle can be replaced with two
+// SetNext calls, without copying the others.
+//
+// # Concurrency
+//
+// An [Arena] is for one goroutine at a time, like go-slab's. [NewShared]
+// returns a [Shared] arena with the same methods that any number of
+// goroutines may use at once: it spreads its chunks over shards, each an
+// Arena behind its own lock, instead of the one mutex users wrap go-slab
+// in.
+package slab

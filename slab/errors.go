@@ -1,0 +1,23 @@
+package slab
+
+import "errors"
+
+// ErrTooLarge is returned by [Arena.TryAlloc] for a request larger than the
+// arena's largest chunk class (its slab size).
+var ErrTooLarge = errors.New("slab: request larger than the largest chunk class")
+
+// ErrNoSpace is returned by [Arena.TryAlloc] when the arena needs a new slab
+// and malloc returned none (nil, or fewer bytes than a slab).
+var ErrNoSpace = errors.New("slab: malloc returned no slab")
+
+// Panic messages, exact, so that tests and callers can match them.
+const (
+	msgNegative    = "memkit/slab: negative size"
+	msgStale       = "memkit/slab: stale handle"
+	msgDecRefFree  = "memkit/slab: DecRef of a free chunk"
+	msgAddRefFree  = "memkit/slab: AddRef of a free chunk"
+	msgFreeChunk   = "memkit/slab: use of a free chunk"
+	msgForeign     = "memkit/slab: buffer not allocated by this arena"
+	msgLocRange    = "memkit/slab: Loc range outside its chunk"
+	msgRefOverflow = "memkit/slab: reference count overflow"
+)

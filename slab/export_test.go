@@ -1,0 +1,26 @@
+package slab
+
+// Test-only access to internals.
+
+// Slabs reports how many slabs the arena holds.
+func (a *Arena) Slabs() int { return len(a.index) }
+
+// ForgetVerdicts empties the per-type cache of the pointer check.
+func ForgetVerdicts() {
+	verdicts.Clear()
+	for i := range recent {
+		recent[i].Store(nil)
+	}
+}
+
+// AllocOn allocates from shard k, so that tests can build chains across
+// shards.
+func (sh *Shared) AllocOn(k, n int) []byte {
+	s := &sh.shards[k]
+	s.lock()
+	defer s.unlock()
+	return s.a.Alloc(n)
+}
+
+// IndexLen reports how many slabs the shared index holds.
+func (sh *Shared) IndexLen() int { return len(*sh.index.Load()) }

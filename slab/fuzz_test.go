@@ -1,0 +1,402 @@
+package slab_test
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/slab"
+)
+
+// mchunk is the model of one allocated chunk.
+type mchunk struct {
+	buf  []byte
+	loc  slab.Loc
+	refs int     // references the test holds
+	in   int     // chunks whose successor this is
+	next *mchunk // chain successor
+	seq  int     // allocation order: chains only link to later chunks, so they never cycle
+}
+
+// arenaModel is the trivially correct model the fuzz target checks the
+// arena against.
+// arenaAPI is what Arena and Shared have in common.
+type arenaAPI interface {
+	Alloc(n int) []byte
+	TryAlloc(n int) ([]byte, error)
+	ClassSize(n int) int
+	Owns(buf []byte) bool
+	AddRef(buf []byte)
+	DecRef(buf []byte) bool
+	SetNext(buf, next []byte)
+	GetNext(buf []byte) []byte
+	BufToLoc(buf []byte) slab.Loc
+	LocToBuf(l slab.Loc) []byte
+	LocAddRef(l slab.Loc)
+	LocDecRef(l slab.Loc) bool
+	ReadStats(st *memkit.Stats)
+}
+
+type arenaModel struct {
+	a        arenaAPI
+	shared   bool // other goroutines use a too: no global stats checks
+	mem      *memtest.Model
+	live     []*mchunk
+	stale    []slab.Loc // Locs of freed chunks
+	freed    [][]byte   // buffers of freed chunks
+	seq      int
+	sizes    map[*mchunk]int // class size of each live chunk
+	allocs   uint64
+	frees    uint64
+	failures uint64
+	badFrees uint64
+}
+
+// maxLive bounds the live chunks, so that one input stays cheap.
+const maxLive = 48
+
+// FuzzArena decodes the input into Alloc, TryAlloc, AddRef, DecRef,
+// LocDecRef, SetNext, GetNext, Loc round trips and misuse on an arena of a
+// fuzzed shape, and checks them against a model: no two live chunks
+// overlap, every byte written reads back until its chunk is freed,
+// reference counts and chains free chunks exactly when the model does,
+// stale handles and double frees always panic, and the stats agree.
+func FuzzArena(f *testing.F) {
+	f.Add([]byte{0, 0, 10, 0, 0, 20, 0, 2, 0, 3, 0, 3, 1})
+	f.Add([]byte{0x41, 0, 64, 0, 0, 64, 0, 0, 64, 0, 5, 0, 1, 5, 1, 2, 3, 0, 3, 0, 3, 0, 7, 0, 8, 0})
+	f.Add([]byte{0x92, 1, 255, 15, 0, 1, 0, 6, 0, 9, 0, 4, 0, 7, 0, 8, 0, 10, 11, 12})
+	f.Add([]byte{0x13, 0, 8, 0, 0, 8, 0, 0, 8, 0, 5, 0, 1, 5, 1, 2, 6, 0, 3, 0, 4, 1, 7, 0, 3, 0, 3, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ops := memtest.NewOps(data)
+		cfg := ops.Byte()
+		start := 8 + int(cfg&0x0F)*4
+		slabSize := 512 << (cfg >> 4 & 3) // 512 B to 4 KiB: many slabs, many releases
+		slabSize -= int(ops.Byte() % 8)   // and sizes that are no multiple of 8
+		growth := []float64{2, 1.25, 1.5, 3}[cfg>>6]
+		a, err := slab.NewArena(start, slabSize, growth, nil, slab.WithIdleSlabs(int(cfg&3)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &arenaModel{a: a, mem: memtest.NewModel(0), sizes: map[*mchunk]int{}}
+		if err := m.run(ops, slabSize); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.check(); err != nil {
+			t.Fatal(err)
+		}
+		// Drop every reference: the arena must end empty, holding at most
+		// the idle slabs it may keep.
+		for len(m.live) > 0 {
+			c := m.live[0]
+			for c.refs == 0 { // held only by a chain: drop its head instead
+				for _, p := range m.live {
+					if p.next == c {
+						c = p
+						break
+					}
+				}
+			}
+			if err := m.decRef(c, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.check(); err != nil {
+			t.Fatal(err)
+		}
+		var s memkit.Stats
+		a.ReadStats(&s)
+		if max := uint64(len(s.Classes)*int(cfg&3)) * uint64(slabSize); s.ReservedBytes > max {
+			t.Fatalf("empty arena reserves %d bytes; want at most %d", s.ReservedBytes, max)
+		}
+	})
+}
+
+func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
+	for ops.More() {
+		op := ops.Byte()
+		if len(m.live) >= maxLive && op%12 < 2 {
+			op = 3
+		}
+		switch op % 12 {
+		case 0, 1: // Alloc or TryAlloc, sometimes too large
+			n := ops.Uint16() % (slabSize + slabSize/8)
+			var b []byte
+			if op&0x10 != 0 {
+				var err error
+				b, err = m.a.TryAlloc(n)
+				if (err == nil) != (n <= slabSize) || (err != nil && err != slab.ErrTooLarge) {
+					return fmt.Errorf("TryAlloc(%d) error %v", n, err)
+				}
+			} else {
+				b = m.a.Alloc(n)
+			}
+			if n > slabSize {
+				if b != nil {
+					return fmt.Errorf("Alloc(%d) above the slab size returned a buffer", n)
+				}
+				m.failures++
+				continue
+			}
+			if len(b) != n || cap(b) != n {
+				return fmt.Errorf("Alloc(%d): len %d cap %d", n, len(b), cap(b))
+			}
+			if _, err := m.mem.Add(b); err != nil {
+				return err
+			}
+			m.seq++
+			c := &mchunk{buf: b, loc: m.a.BufToLoc(b), refs: 1, seq: m.seq}
+			m.live = append(m.live, c)
+			m.sizes[c] = m.a.ClassSize(n)
+			m.allocs++
+		case 2: // AddRef, by buffer or Loc
+			if c := m.pick(ops, true); c != nil {
+				if op&0x10 != 0 {
+					m.a.LocAddRef(c.loc)
+				} else {
+					m.a.AddRef(c.buf)
+				}
+				c.refs++
+			}
+		case 3, 4: // DecRef, by buffer or Loc
+			if c := m.pick(ops, true); c != nil {
+				if err := m.decRef(c, op%12 == 4); err != nil {
+					return err
+				}
+			}
+		case 5: // SetNext to a later chunk, or nil
+			c := m.pick(ops, true)
+			if c == nil {
+				continue
+			}
+			var nx *mchunk
+			if k := ops.Byte(); k&1 != 0 {
+				for _, d := range m.live {
+					if d.seq > c.seq && (nx == nil || int(k)%3 == 0) {
+						nx = d
+					}
+				}
+			}
+			if nx != nil {
+				nx.in++
+			}
+			old := c.next
+			c.next = nx
+			if old != nil {
+				old.in--
+				if err := m.maybeFree(old); err != nil { // before it is freed
+					return err
+				}
+			}
+			if nx != nil {
+				m.a.SetNext(c.buf, nx.buf)
+			} else {
+				m.a.SetNext(c.buf, nil)
+			}
+		case 6: // GetNext
+			if c := m.pick(ops, true); c != nil {
+				got := m.a.GetNext(c.buf)
+				switch {
+				case c.next == nil && got != nil:
+					return fmt.Errorf("GetNext of a chain end returned %d bytes", len(got))
+				case c.next != nil && (addr(got) != addr(c.next.buf) || len(got) != len(c.next.buf)):
+					return fmt.Errorf("GetNext returned another buffer than SetNext was given")
+				case c.next != nil:
+					c.next.refs++
+				}
+			}
+		case 7: // a stale Loc must panic, and change nothing
+			if len(m.stale) == 0 {
+				continue
+			}
+			l := m.stale[int(ops.Byte())%len(m.stale)]
+			if got := panicValue(func() { m.a.LocToBuf(l) }); got != "memkit/slab: stale handle" {
+				return fmt.Errorf("LocToBuf of a stale Loc: panic %q", got)
+			}
+			if got := panicValue(func() { m.a.LocDecRef(l) }); got != "memkit/slab: stale handle" {
+				return fmt.Errorf("LocDecRef of a stale Loc: panic %q", got)
+			}
+			m.badFrees++
+		case 8: // Loc round trip of a re-slice
+			if c := m.pick(ops, false); c != nil && len(c.buf) > 0 {
+				i := int(ops.Byte()) % len(c.buf)
+				sub := c.buf[i:]
+				got := m.a.LocToBuf(m.a.BufToLoc(sub))
+				if addr(got) != addr(sub) || len(got) != len(sub) || cap(got) != cap(sub) {
+					return fmt.Errorf("Loc round trip of buf[%d:] changed the slice", i)
+				}
+				if !m.a.Owns(sub) {
+					return fmt.Errorf("Owns(buf[%d:]) = false", i)
+				}
+			}
+		case 9: // foreign buffers are refused
+			f := make([]byte, 1+int(ops.Byte()))
+			if m.a.Owns(f) {
+				return fmt.Errorf("Owns a heap buffer")
+			}
+			if got := panicValue(func() { m.a.DecRef(f) }); got != "memkit/slab: buffer not allocated by this arena" {
+				return fmt.Errorf("DecRef of a heap buffer: panic %q", got)
+			}
+			m.badFrees++
+		case 10:
+			if err := m.check(); err != nil {
+				return err
+			}
+		case 11: // a DecRef through the buffer of a freed chunk not handed out again panics
+			if len(m.freed) == 0 || m.shared { // another goroutine may hold it now
+				continue
+			}
+			f := m.freed[int(ops.Byte())%len(m.freed)]
+			p := addr(f)
+			reused := false
+			for _, c := range m.live {
+				if p >= addr(c.buf) && p < addr(c.buf)+uintptr(m.sizes[c]) {
+					reused = true
+				}
+			}
+			if reused {
+				continue
+			}
+			if got := panicValue(func() { m.a.DecRef(f) }); got != "memkit/slab: DecRef of a free chunk" &&
+				got != "memkit/slab: buffer not allocated by this arena" { // its slab may be released
+				return fmt.Errorf("DecRef of a freed chunk: panic %q", got)
+			}
+			m.badFrees++
+		}
+	}
+	return nil
+}
+
+// pick returns a live chunk chosen by the next byte; with held, only one
+// the test holds a reference to.
+func (m *arenaModel) pick(ops *memtest.Ops, held bool) *mchunk {
+	if len(m.live) == 0 {
+		return nil
+	}
+	k := int(ops.Byte())
+	for j := range m.live {
+		c := m.live[(k+j)%len(m.live)]
+		if !held || c.refs > 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+// decRef drops one of the test's references to c and checks what the
+// arena reports.
+func (m *arenaModel) decRef(c *mchunk, byLoc bool) error {
+	c.refs--
+	want := c.refs+c.in == 0
+	// Verify what will be freed first: once freed, a chunk may be handed
+	// to another goroutine at once.
+	if err := m.maybeFree(c); err != nil {
+		return err
+	}
+	var got bool
+	if byLoc {
+		got = m.a.LocDecRef(c.loc)
+	} else {
+		got = m.a.DecRef(c.buf)
+	}
+	if got != want {
+		return fmt.Errorf("DecRef = %v; the model says %v (refs %d, in %d)", got, want, c.refs, c.in)
+	}
+	if want && !byLoc && !m.shared { // shared: another goroutine may hold the chunk already
+		if p := panicValue(func() { m.a.DecRef(c.buf) }); p != "memkit/slab: DecRef of a free chunk" &&
+			!(p == "memkit/slab: buffer not allocated by this arena") { // its slab may be released
+			return fmt.Errorf("second DecRef: panic %q", p)
+		}
+		m.badFrees++
+	}
+	return nil
+}
+
+// maybeFree frees c, and then its chain, while nothing references them.
+func (m *arenaModel) maybeFree(c *mchunk) error {
+	for c != nil && c.refs+c.in == 0 {
+		idx := -1
+		for i, b := range m.mem.Live {
+			if unsafe.SliceData(b.Buf) == unsafe.SliceData(c.buf) && cap(b.Buf) == cap(c.buf) {
+				idx = i
+			}
+		}
+		if _, err := m.mem.Remove(idx); err != nil {
+			return err
+		}
+		for i, d := range m.live {
+			if d == c {
+				m.live[i] = m.live[len(m.live)-1]
+				m.live = m.live[:len(m.live)-1]
+				break
+			}
+		}
+		delete(m.sizes, c)
+		if len(m.stale) < 16 {
+			m.stale = append(m.stale, c.loc)
+			m.freed = append(m.freed, c.buf)
+		} else {
+			m.stale[m.frees%16] = c.loc
+			m.freed[m.frees%16] = c.buf
+		}
+		m.frees++
+		next := c.next
+		c.next = nil
+		if next != nil {
+			next.in--
+		}
+		c = next
+	}
+	return nil
+}
+
+// check verifies every live chunk and the stats.
+func (m *arenaModel) check() error {
+	if err := m.mem.VerifyAll(); err != nil {
+		return err
+	}
+	if err := memtest.CheckDisjoint(m.mem); err != nil {
+		return err
+	}
+	var inUse uint64
+	for _, c := range m.live {
+		inUse += uint64(m.sizes[c])
+		if !m.a.Owns(c.buf) {
+			return fmt.Errorf("Owns(live chunk) = false")
+		}
+		if got := m.a.LocToBuf(c.loc); addr(got) != addr(c.buf) || len(got) != len(c.buf) {
+			return fmt.Errorf("LocToBuf of a live chunk's Loc changed the slice")
+		}
+	}
+	if m.shared {
+		return nil
+	}
+	var s memkit.Stats
+	m.a.ReadStats(&s)
+	if s.Allocs != m.allocs || s.Frees != m.frees || s.LiveObjects != uint64(len(m.live)) ||
+		s.InUseBytes != inUse || s.Failures != m.failures || s.BadFrees != m.badFrees || s.ReservedBytes < s.InUseBytes {
+		return fmt.Errorf("stats %v\nmodel: allocs %d frees %d live %d in use %d failures %d bad frees %d",
+			&s, m.allocs, m.frees, len(m.live), inUse, m.failures, m.badFrees)
+	}
+	var rows memkit.ClassStats
+	for _, r := range s.Classes {
+		rows.LiveObjects += r.LiveObjects
+		rows.ReservedBytes += r.ReservedBytes
+	}
+	if rows.LiveObjects != s.LiveObjects || rows.ReservedBytes != s.ReservedBytes {
+		return fmt.Errorf("class rows disagree with the totals: %v", &s)
+	}
+	return nil
+}
+
+// panicValue runs f and returns what it panicked with, as a string, or "".
+func panicValue(f func()) (s string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
+}

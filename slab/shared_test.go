@@ -1,0 +1,261 @@
+package slab_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/slab"
+)
+
+func mustShared(t testing.TB, start, slabSize int, opts ...slab.Option) *slab.Shared {
+	t.Helper()
+	sh, err := slab.NewShared(start, slabSize, 2, nil, opts...)
+	if err != nil {
+		t.Fatalf("NewShared: %v", err)
+	}
+	return sh
+}
+
+func sharedStats(sh *slab.Shared) memkit.Stats {
+	var s memkit.Stats
+	sh.ReadStats(&s)
+	return s
+}
+
+func TestNewShared_InvalidParams(t *testing.T) {
+	for _, tc := range []struct {
+		opts []slab.Option
+		want string
+	}{
+		{[]slab.Option{slab.WithShards(-1)}, "slab: Shards -1 must be between 1 and 256"},
+		{[]slab.Option{slab.WithShards(257)}, "slab: Shards 257 must be between 1 and 256"},
+		{[]slab.Option{slab.WithIdleSlabs(-2)}, "slab: IdleSlabs -2 must be >= 0"},
+	} {
+		if _, err := slab.NewShared(64, 1024, 2, nil, tc.opts...); err == nil || err.Error() != tc.want {
+			t.Errorf("NewShared error %v; want %q", err, tc.want)
+		}
+	}
+	if _, err := slab.NewShared(64, 1024, 1, nil); err == nil || err.Error() != "slab: growthFactor 1 must be greater than 1" {
+		t.Errorf("NewShared growth 1: %v", err)
+	}
+	if sh := mustShared(t, 64, 1024, slab.WithShards(5)); sh.Shards() != 8 {
+		t.Errorf("WithShards(5) gave %d shards; want 8", sh.Shards())
+	}
+}
+
+func TestShared_Misuse(t *testing.T) {
+	sh := mustShared(t, 64, 1024, slab.WithShards(4))
+	keep := sh.AllocOn(0, 64)
+	b := sh.AllocOn(0, 64)
+	loc := sh.BufToLoc(b)
+	if !sh.DecRef(b) {
+		t.Fatal("DecRef of the only reference")
+	}
+	checkPanic(t, "memkit/slab: DecRef of a free chunk", func() { sh.DecRef(b) })
+	checkPanic(t, "memkit/slab: stale handle", func() { sh.LocToBuf(loc) })
+	checkPanic(t, "memkit/slab: stale handle", func() { sh.LocDecRef(loc) })
+	foreign := make([]byte, 64)
+	checkPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.DecRef(foreign) })
+	checkPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.AddRef(foreign) })
+	checkPanic(t, "memkit/slab: negative size", func() { sh.Alloc(-1) })
+	if sh.Owns(foreign) || sh.Owns(nil) || sh.Owns(b) || !sh.Owns(keep) {
+		t.Fatal("Owns is wrong")
+	}
+	if sh.Alloc(2000) != nil || sh.ClassSize(100) != 128 || sh.ClassSize(2000) != 0 {
+		t.Fatal("sizes are wrong")
+	}
+	// The shard is still usable after the panics: its lock was released.
+	if s := sharedStats(sh); s.BadFrees != 3 || s.LiveObjects != 1 || s.Failures != 1 {
+		t.Fatalf("stats %v", &s)
+	}
+	sh.DecRef(keep)
+}
+
+func TestShared_ChainAcrossShards(t *testing.T) {
+	sh := mustShared(t, 64, 1024, slab.WithShards(4), slab.WithIdleSlabs(0))
+	var bufs [][]byte
+	for i := range 12 {
+		bufs = append(bufs, sh.AllocOn(i%4, 100))
+	}
+	for i := 1; i < len(bufs); i++ {
+		sh.SetNext(bufs[i-1], bufs[i])
+		sh.DecRef(bufs[i])
+	}
+	n := 0
+	for b := bufs[0]; b != nil; n++ {
+		next := sh.GetNext(b)
+		if n > 0 {
+			sh.DecRef(b)
+		}
+		b = next
+	}
+	if n != 12 {
+		t.Fatalf("chain of %d; want 12", n)
+	}
+	if !sh.DecRef(bufs[0]) {
+		t.Fatal("the head was not freed")
+	}
+	if s := sharedStats(sh); s.LiveObjects != 0 || s.ReservedBytes != 0 || sh.IndexLen() != 0 {
+		t.Fatalf("after dropping the head: index %d, %v", sh.IndexLen(), &s)
+	}
+}
+
+// TestShared_ManyGoroutines runs model-checked goroutines on one Shared
+// arena under the race detector, each freeing some of its buffers on
+// another goroutine, and checks no two live chunks overlap and the stats.
+func TestShared_ManyGoroutines(t *testing.T) {
+	sh := mustShared(t, 64, 8<<10)
+	const workers, rounds = 4, 2000
+	models := make([]*memtest.Model, workers)
+	handoff := make(chan []byte, 64)
+	var wg, fw sync.WaitGroup
+	fw.Add(1)
+	go func() { // frees buffers allocated on other goroutines
+		defer fw.Done()
+		for b := range handoff {
+			sh.DecRef(b)
+		}
+	}()
+	errs := make([]error, workers)
+	for w := range workers {
+		models[w] = memtest.NewModel(w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := models[w]
+			for i := range rounds {
+				n := 1 + (i*131+w*17)%3000
+				b := sh.Alloc(n)
+				if len(b) != n {
+					errs[w] = fmt.Errorf("Alloc(%d) = %d bytes", n, len(b))
+					return
+				}
+				if _, err := m.Add(b); err != nil {
+					errs[w] = err
+					return
+				}
+				if len(m.Live) > 32 {
+					old, err := m.Remove(i % len(m.Live))
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					if i%3 == 0 {
+						handoff <- old
+					} else {
+						sh.DecRef(old)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(handoff)
+	fw.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := memtest.CheckDisjoint(models...); err != nil {
+		t.Fatal(err)
+	}
+	live := 0
+	for _, m := range models {
+		live += len(m.Live)
+	}
+	s := sharedStats(sh)
+	if s.LiveObjects != uint64(live) || s.Allocs != workers*rounds || s.Frees != uint64(workers*rounds-live) {
+		t.Fatalf("stats %v; model live %d", &s, live)
+	}
+	for _, m := range models {
+		for len(m.Live) > 0 {
+			b, err := m.Remove(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh.DecRef(b)
+		}
+	}
+}
+
+func TestShared_HotPathsDoNotAllocate(t *testing.T) {
+	sh := mustShared(t, 64, 1<<20)
+	keep := sh.Alloc(512)
+	var s memkit.Stats
+	sh.ReadStats(&s)
+	for name, f := range map[string]func(){
+		"Alloc+DecRef":      func() { sh.DecRef(sh.Alloc(512)) },
+		"BufToLoc+LocToBuf": func() { _ = sh.LocToBuf(sh.BufToLoc(keep)) },
+		"ReadStats":         func() { sh.ReadStats(&s) },
+		"SetNext":           func() { sh.SetNext(keep, nil) },
+	} {
+		if n := testing.AllocsPerRun(1000, f); n != 0 {
+			t.Errorf("%s: %v allocs; want 0", name, n)
+		}
+	}
+}
+
+// FuzzShared runs the arena model of FuzzArena on one to three goroutines
+// sharing one Shared arena, each with its own model, and checks that no
+// two live chunks of any goroutine overlap and that the summed stats agree.
+func FuzzShared(f *testing.F) {
+	f.Add([]byte{0, 0, 10, 0, 0, 20, 0, 2, 0, 3, 0, 3, 1})
+	f.Add([]byte{0x41, 0, 64, 0, 0, 64, 0, 0, 64, 0, 5, 0, 1, 5, 1, 2, 3, 0, 3, 0, 3, 0, 7, 0, 8, 0})
+	f.Add([]byte{0x92, 1, 255, 15, 0, 1, 0, 6, 0, 9, 0, 4, 0, 7, 0, 8, 0, 10, 11, 12, 1, 2, 3, 4, 5, 6})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ops := memtest.NewOps(data)
+		cfg := ops.Byte()
+		slabSize := 512 << (cfg >> 4 & 3)
+		sh, err := slab.NewShared(8+int(cfg&0x0F)*4, slabSize, 2, nil,
+			slab.WithIdleSlabs(int(cfg&3)), slab.WithShards(1<<(cfg>>6)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers := 1 + int(cfg>>2)%3
+		streams := ops.Split(workers, 12)
+		models := make([]*arenaModel, workers)
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			models[w] = &arenaModel{a: sh, shared: true, mem: memtest.NewModel(w), sizes: map[*mchunk]int{}}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[w] = models[w].run(streams[w], slabSize)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mems []*memtest.Model
+		var want arenaModel
+		var live int
+		for _, m := range models {
+			mems = append(mems, m.mem)
+			want.allocs += m.allocs
+			want.frees += m.frees
+			want.failures += m.failures
+			want.badFrees += m.badFrees
+			live += len(m.live)
+			if err := m.check(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := memtest.CheckDisjoint(mems...); err != nil {
+			t.Fatal(err)
+		}
+		s := sharedStats(sh)
+		if s.Allocs != want.allocs || s.Frees != want.frees || s.Failures != want.failures ||
+			s.BadFrees != want.badFrees || s.LiveObjects != uint64(live) {
+			t.Fatalf("stats %v\nmodels: allocs %d frees %d failures %d bad frees %d live %d",
+				&s, want.allocs, want.frees, want.failures, want.badFrees, live)
+		}
+	})
+}

@@ -1,0 +1,207 @@
+package slab
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// View returns a pointer to a T stored at the start of buf: the safe form of
+// the (*T)(unsafe.Pointer(&buf[0])) cast go-slab users write. The pointer
+// aliases buf (writes through it change buf and the reverse) and is valid
+// as long as buf is.
+//
+// T must hold no Go pointer, because the GC does not scan slab memory (and
+// off-heap memory is not the GC's at all): a pointer stored there would not
+// keep its target alive. View panics, naming the first offending field, if
+// T contains a pointer, unsafe.Pointer, string, slice, map, channel, func or
+// interface, for example
+//
+//	memkit/slab: Person2.Name is a string: Go pointers cannot live in slab memory
+//
+// Use fixed-size arrays instead ([SetString] and [GetString] handle text in
+// a [N]byte). The check uses reflection once per type and is cached;
+// later calls for the same T cost a few nanoseconds and never allocate.
+//
+// View also panics if buf is shorter than T ("memkit/slab: View[T] needs
+// 16 bytes, buffer has 10") or not aligned for T ("memkit/slab: View[T]
+// needs 8-byte alignment"). Chunks of an [Arena] are 8-byte aligned when
+// its slabs are, which they are when malloc is nil.
+func View[T any](buf []byte) *T {
+	ensurePointerFree[T]()
+	var zero T
+	size, align := unsafe.Sizeof(zero), unsafe.Alignof(zero)
+	if uintptr(len(buf)) < size {
+		panic(fmt.Sprintf("memkit/slab: View[%s] needs %d bytes, buffer has %d", typeName[T](), size, len(buf)))
+	}
+	p := unsafe.Pointer(unsafe.SliceData(buf))
+	if uintptr(p)%align != 0 {
+		panic(fmt.Sprintf("memkit/slab: View[%s] needs %d-byte alignment", typeName[T](), align))
+	}
+	return (*T)(p)
+}
+
+// ViewSlice returns the n values of type T stored at the start of buf, as a
+// []T that aliases buf. It checks T, size and alignment as [View] does (the
+// size against n values) and panics with "memkit/slab: negative size" if
+// n < 0.
+func ViewSlice[T any](buf []byte, n int) []T {
+	if n < 0 {
+		panic(msgNegative)
+	}
+	ensurePointerFree[T]()
+	var zero T
+	size, align := unsafe.Sizeof(zero), unsafe.Alignof(zero)
+	if size != 0 && uint64(len(buf))/uint64(size) < uint64(n) {
+		panic(fmt.Sprintf("memkit/slab: ViewSlice[%s] of %d needs %d bytes, buffer has %d",
+			typeName[T](), n, uint64(size)*uint64(n), len(buf)))
+	}
+	p := unsafe.Pointer(unsafe.SliceData(buf))
+	if uintptr(p)%align != 0 {
+		panic(fmt.Sprintf("memkit/slab: ViewSlice[%s] needs %d-byte alignment", typeName[T](), align))
+	}
+	if n == 0 {
+		return []T{}
+	}
+	return unsafe.Slice((*T)(p), n)
+}
+
+// CheckPointerFree returns nil if values of type T may live in slab
+// memory, or an error naming the first field that holds a Go pointer, with
+// the message [View] panics with. It caches its verdict per type.
+func CheckPointerFree[T any]() error {
+	if msg := pointerFree(reflect.TypeFor[T]()); msg != "" {
+		return &pointerError{msg}
+	}
+	return nil
+}
+
+type pointerError struct{ msg string }
+
+func (e *pointerError) Error() string { return e.msg }
+
+func ensurePointerFree[T any]() {
+	if msg := pointerFree(reflect.TypeFor[T]()); msg != "" {
+		panic(msg)
+	}
+}
+
+func typeName[T any]() string { return shortName(reflect.TypeFor[T]()) }
+
+// verdicts caches pointerFree per type: "" for a pointer-free type, else
+// the panic message.
+var verdicts sync.Map // reflect.Type → string
+
+// verdict is an entry of the lock-free front of verdicts.
+type verdict struct {
+	t   reflect.Type
+	msg string
+}
+
+// recent is a direct-mapped cache in front of verdicts, indexed by the
+// address of the type descriptor, so that a View of a type seen before
+// costs an atomic load and a compare instead of a sync.Map lookup.
+var recent [64]atomic.Pointer[verdict]
+
+// pointerFree returns "" if t holds no Go pointer, else the message naming
+// the first field that does.
+func pointerFree(t reflect.Type) string {
+	h := reflect.ValueOf(t).Pointer() // t is a *reflect.rtype
+	slot := &recent[(h>>4^h>>10)&(uintptr(len(recent))-1)]
+	if v := slot.Load(); v != nil && v.t == t {
+		return v.msg
+	}
+	msg, ok := "", false
+	if v, found := verdicts.Load(t); found {
+		msg, ok = v.(string), true
+	}
+	if !ok {
+		if path, what := findPointer(t, shortName(t)); what != "" {
+			msg = "memkit/slab: " + path + " is " + what + ": Go pointers cannot live in slab memory"
+		}
+		verdicts.Store(t, msg)
+	}
+	slot.Store(&verdict{t, msg})
+	return msg
+}
+
+// shortName is the type's name without its package path, or its literal
+// for an unnamed type.
+func shortName(t reflect.Type) string {
+	if t.Name() != "" {
+		return t.Name()
+	}
+	return t.String()
+}
+
+// findPointer returns the path to the first part of t that holds a Go
+// pointer and what it is ("a string"), or "" if there is none.
+func findPointer(t reflect.Type, path string) (string, string) {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return path, "a pointer"
+	case reflect.UnsafePointer:
+		return path, "an unsafe.Pointer"
+	case reflect.String:
+		return path, "a string"
+	case reflect.Slice:
+		return path, "a slice"
+	case reflect.Map:
+		return path, "a map"
+	case reflect.Chan:
+		return path, "a channel"
+	case reflect.Func:
+		return path, "a func"
+	case reflect.Interface:
+		return path, "an interface"
+	case reflect.Array:
+		if t.Len() == 0 {
+			return "", ""
+		}
+		return findPointer(t.Elem(), path+"[0]")
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if p, what := findPointer(f.Type, path+"."+f.Name); what != "" {
+				return p, what
+			}
+		}
+	}
+	return "", ""
+}
+
+// SetString stores s in field, a fixed-size text field of a record (pass
+// rec.Name[:] for a Name [25]byte), and fills the rest of field with zero
+// bytes; [GetString] reads it back. It reports false and leaves field
+// unchanged if s is longer than field or contains a zero byte, which would
+// cut it short when read back: text is never silently truncated.
+func SetString(field []byte, s string) bool {
+	if len(s) > len(field) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return false
+		}
+	}
+	clear(field[copy(field, s):])
+	return true
+}
+
+// GetString returns the text [SetString] stored in field: its bytes up to
+// the first zero byte, or all of them if there is none. It allocates the
+// string; use [GetBytes] to read without allocating.
+func GetString(field []byte) string { return string(GetBytes(field)) }
+
+// GetBytes is [GetString] without the copy: it returns the text of field
+// as a sub-slice of field, valid as long as field is.
+func GetBytes(field []byte) []byte {
+	for i, c := range field {
+		if c == 0 {
+			return field[:i]
+		}
+	}
+	return field
+}

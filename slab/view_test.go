@@ -1,0 +1,150 @@
+package slab_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/memkit/memkit/slab"
+)
+
+// record is a pointer-free fixed-layout record.
+type record struct {
+	ID    uint64
+	Score float64
+	Name  [24]byte
+	Tags  [4]uint16
+	Inner struct{ A, B int32 }
+}
+
+type Person2 struct {
+	Name    string
+	Surname string
+	Age     int
+}
+
+type nested struct {
+	ID    int
+	Inner struct {
+		OK   [3]byte
+		Keys [2]struct{ K []int }
+	}
+}
+
+type withPtr struct {
+	N int
+	P *int
+}
+
+type withIface struct {
+	A [2]int
+	E error
+}
+
+func TestView_RefusesPointerfulTypes(t *testing.T) {
+	buf := make([]byte, 256)
+	const tail = ": Go pointers cannot live in slab memory"
+	checkPanic(t, "memkit/slab: Person2.Name is a string"+tail, func() { slab.View[Person2](buf) })
+	checkPanic(t, "memkit/slab: nested.Inner.Keys[0].K is a slice"+tail, func() { slab.View[nested](buf) })
+	checkPanic(t, "memkit/slab: withPtr.P is a pointer"+tail, func() { slab.View[withPtr](buf) })
+	checkPanic(t, "memkit/slab: withIface.E is an interface"+tail, func() { slab.ViewSlice[withIface](buf, 1) })
+	checkPanic(t, "memkit/slab: *int is a pointer"+tail, func() { slab.View[*int](buf) })
+	checkPanic(t, "memkit/slab: map[string]int is a map"+tail, func() { slab.View[map[string]int](buf) })
+	checkPanic(t, "memkit/slab: chan int is a channel"+tail, func() { slab.View[chan int](buf) })
+	checkPanic(t, "memkit/slab: func() is a func"+tail, func() { slab.View[func()](buf) })
+	checkPanic(t, "memkit/slab: Pointer is an unsafe.Pointer"+tail, func() { slab.View[unsafe.Pointer](buf) })
+	checkPanic(t, "memkit/slab: [2]string[0] is a string"+tail, func() { slab.View[[2]string](buf) })
+	// The verdict is cached: a second call panics the same way.
+	checkPanic(t, "memkit/slab: Person2.Name is a string"+tail, func() { slab.View[Person2](buf) })
+	if err := slab.CheckPointerFree[Person2](); err == nil || err.Error() != "memkit/slab: Person2.Name is a string"+tail {
+		t.Fatalf("CheckPointerFree[Person2] = %v", err)
+	}
+	for name, err := range map[string]error{
+		"record":    slab.CheckPointerFree[record](),
+		"uintptr":   slab.CheckPointerFree[uintptr](),
+		"[0]string": slab.CheckPointerFree[[0]string](),
+		"complex":   slab.CheckPointerFree[complex128](),
+	} {
+		if err != nil {
+			t.Errorf("CheckPointerFree[%s] = %v; want nil", name, err)
+		}
+	}
+}
+
+func TestView_ChecksSizeAndAlignment(t *testing.T) {
+	a := mustArena(t, 8, 4096, 2)
+	buf := a.Alloc(64)
+	r := slab.View[record](buf)
+	r.ID, r.Score = 7, 2.5
+	slab.SetString(r.Name[:], "John")
+	if got := slab.View[record](buf); got.ID != 7 || got.Score != 2.5 || slab.GetString(got.Name[:]) != "John" {
+		t.Fatalf("read back %+v", got)
+	}
+	checkPanic(t, "memkit/slab: View[record] needs 56 bytes, buffer has 55", func() { slab.View[record](buf[8:63]) })
+	checkPanic(t, fmt.Sprintf("memkit/slab: View[record] needs %d-byte alignment", unsafe.Alignof(record{})),
+		func() { slab.View[record](buf[1:]) })
+	checkPanic(t, "memkit/slab: ViewSlice[uint32] of 3 needs 12 bytes, buffer has 11", func() { slab.ViewSlice[uint32](buf[:11], 3) })
+	checkPanic(t, "memkit/slab: ViewSlice[uint32] needs 4-byte alignment", func() { slab.ViewSlice[uint32](buf[2:], 1) })
+	checkPanic(t, "memkit/slab: negative size", func() { slab.ViewSlice[uint32](buf, -1) })
+	xs := slab.ViewSlice[uint32](buf, 16)
+	if len(xs) != 16 || unsafe.Pointer(&xs[0]) != unsafe.Pointer(&buf[0]) {
+		t.Fatalf("ViewSlice: len %d, aliases buf %v", len(xs), unsafe.Pointer(&xs[0]) == unsafe.Pointer(&buf[0]))
+	}
+	if got := slab.ViewSlice[uint32](nil, 0); got == nil || len(got) != 0 {
+		t.Fatal("ViewSlice(nil, 0) is not an empty slice")
+	}
+	a.DecRef(buf)
+}
+
+func TestView_CheckedOncePerType(t *testing.T) {
+	slab.ForgetVerdicts()
+	buf := make([]byte, 64)
+	slab.View[record](buf) // fills the cache
+	if n := testing.AllocsPerRun(100, func() { slab.View[record](buf) }); n != 0 {
+		t.Fatalf("a cached View allocates %v times", n)
+	}
+}
+
+func TestSetString(t *testing.T) {
+	var f [8]byte
+	for i := range f {
+		f[i] = 'x'
+	}
+	if !slab.SetString(f[:], "Doe") || f != [8]byte{'D', 'o', 'e'} || slab.GetString(f[:]) != "Doe" {
+		t.Fatalf("SetString(Doe) = %q", f)
+	}
+	if !slab.SetString(f[:], "12345678") || slab.GetString(f[:]) != "12345678" {
+		t.Fatalf("a string filling the field = %q", f)
+	}
+	before := f
+	if slab.SetString(f[:], "123456789") || slab.SetString(f[:], "a\x00b") || f != before {
+		t.Fatal("SetString truncated or changed the field instead of refusing")
+	}
+	if !slab.SetString(f[:], "") || slab.GetString(f[:]) != "" || string(slab.GetBytes(f[:])) != "" {
+		t.Fatal("empty string")
+	}
+}
+
+// TestView_SurvivesGC writes records through views into slab memory, runs
+// the GC (which neither scans nor moves slab memory), and reads them back.
+func TestView_SurvivesGC(t *testing.T) {
+	a := mustArena(t, 64, 64<<10, 2)
+	var locs []slab.Loc
+	for i := range 1000 {
+		buf := a.Alloc(int(unsafe.Sizeof(record{})))
+		r := slab.View[record](buf)
+		r.ID, r.Score = uint64(i), float64(i)/2
+		slab.SetString(r.Name[:], fmt.Sprintf("rec-%d", i))
+		locs = append(locs, a.BufToLoc(buf))
+	}
+	runtime.GC()
+	runtime.GC()
+	for i, l := range locs {
+		r := slab.View[record](a.LocToBuf(l))
+		if r.ID != uint64(i) || r.Score != float64(i)/2 || slab.GetString(r.Name[:]) != fmt.Sprintf("rec-%d", i) {
+			t.Fatalf("record %d changed across GC: %+v", i, r)
+		}
+		a.LocDecRef(l)
+	}
+}
