@@ -9,13 +9,19 @@
 // that one Prometheus collector, one expvar variable and one debug page
 // serve them all. The allocators live in subpackages:
 //
-//	package    what                                    goroutine-safe   zeroed          memory
-//	bytepool   size-class []byte pool, per-goroutine   yes (Cache: no)  option          Go heap (Elastic: one
-//	           Cache, Elastic and Bounded policies                      WithZeroing     object per buffer;
-//	                                                                                    Bounded: one region)
+//	package   what                                     goroutine-safe     zeroed        memory
+//	bytepool  size-class []byte pool, per-goroutine     Pool yes,          WithZeroing   Go heap
+//	          Cache, Elastic and Bounded policies       Cache no
+//	slab      refcounted chunks, Loc handles, chains,   Arena no,          no            Go heap or any malloc
+//	          typed views for pointer-free records      Shared yes                       (off-heap)
+//	ringbuf   ring of fixed-size slots                  yes                no            Go heap or given memory
+//	extent    exact-size ranges, partial free, Borrow   Allocator no,      no            Go heap or off-heap
+//	                                                    Shared yes
+//	buddy     buddy allocator over one region           no                 no            Go heap or off-heap
+//	offheap   mmap'd memory outside the Go heap         yes                yes           off-heap
 //
-// More packages (slab, ringbuf, arena, buffer, extent, buddy, offheap) are
-// planned; each will join this table and report [Stats].
+// The arena (typed arenas) and buffer packages are planned; each will join
+// this table and report [Stats].
 //
 // # Safety
 //
