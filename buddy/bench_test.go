@@ -1,8 +1,8 @@
 package buddy_test
 
 import (
+	"github.com/memkit/memkit/internal/memtest"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -25,19 +25,7 @@ func BenchmarkAllocator_AllocFree(b *testing.B) {
 				a.Free(p)
 			}
 		})
-		b.Run("size="+memkit.FormatBytes(uint64(n))+"/impl=syncpool", func(b *testing.B) {
-			var pool sync.Pool
-			b.ReportAllocs()
-			for b.Loop() {
-				bp, _ := pool.Get().(*[]byte)
-				if bp == nil {
-					s := make([]byte, n)
-					bp = &s
-				}
-				(*bp)[0] = 1
-				pool.Put(bp)
-			}
-		})
+		b.Run("size="+memkit.FormatBytes(uint64(n))+"/impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 	}
 }
 

@@ -2,7 +2,6 @@ package buddy_test
 
 import (
 	"errors"
-	"fmt"
 	"math/bits"
 	"sync"
 	"testing"
@@ -29,22 +28,6 @@ func mustAlloc(t testing.TB, a *buddy.Allocator, n int) []byte {
 		t.Fatalf("Alloc(%d): %v", n, err)
 	}
 	return b
-}
-
-// checkPanic runs f and fails unless it panics with exactly want.
-func checkPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic; want %q", want)
-		}
-		if fmt.Sprint(r) != want {
-			t.Fatalf("panic %q; want %q", r, want)
-		}
-	}()
-	f()
 }
 
 func readStats(a *buddy.Allocator) memkit.Stats {
@@ -126,8 +109,8 @@ func TestAllocator_AllocRoundsToPowerOfTwoAndLocksCapacity(t *testing.T) {
 
 func TestAllocator_AllocNegativePanics(t *testing.T) {
 	a := mustNew(t, 4096, 64)
-	checkPanic(t, "memkit/buddy: negative size", func() { _, _ = a.Alloc(-1) })
-	checkPanic(t, "memkit/buddy: negative size", func() { a.BlockSize(-1) })
+	memtest.CheckPanic(t, "memkit/buddy: negative size", func() { _, _ = a.Alloc(-1) })
+	memtest.CheckPanic(t, "memkit/buddy: negative size", func() { a.BlockSize(-1) })
 }
 
 func TestAllocator_ExhaustionFailsWithoutSideEffects(t *testing.T) {
@@ -186,15 +169,15 @@ func TestAllocator_DoubleFreePanics(t *testing.T) {
 		b := mustAlloc(t, a, 100)
 		c := mustAlloc(t, a, 100)
 		a.Free(b)
-		checkPanic(t, "memkit/buddy: double free", func() { a.Free(b) })
+		memtest.CheckPanic(t, "memkit/buddy: double free", func() { a.Free(b) })
 		// Merged into a larger free block: still a double free.
 		for range buddy.LazyReserve + 1 {
 			a.Free(mustAlloc(t, a, 64))
 		}
 		a.Free(c)
 		a.Coalesce()
-		checkPanic(t, "memkit/buddy: double free", func() { a.Free(c) })
-		checkPanic(t, "memkit/buddy: double free", func() { a.Free(c[64:]) })
+		memtest.CheckPanic(t, "memkit/buddy: double free", func() { a.Free(c) })
+		memtest.CheckPanic(t, "memkit/buddy: double free", func() { a.Free(c[64:]) })
 		if s := readStats(a); s.BadFrees != 3 {
 			t.Fatalf("BadFrees = %d; want 3", s.BadFrees)
 		}
@@ -212,7 +195,7 @@ func TestAllocator_ForeignFreePanics(t *testing.T) {
 			"grown capacity": unsafe.Slice(unsafe.SliceData(b), 512),
 		} {
 			t.Run(name, func(t *testing.T) {
-				checkPanic(t, "memkit/buddy: foreign memory", func() { a.Free(f) })
+				memtest.CheckPanic(t, "memkit/buddy: foreign memory", func() { a.Free(f) })
 			})
 		}
 		a.Free(b[:0]) // length does not matter
@@ -277,7 +260,7 @@ func TestAllocator_Close(t *testing.T) {
 		if _, err := a.Alloc(64); !errors.Is(err, buddy.ErrClosed) {
 			t.Fatalf("Alloc after Close: %v; want ErrClosed", err)
 		}
-		checkPanic(t, "memkit/buddy: foreign memory", func() { a.Free(b) })
+		memtest.CheckPanic(t, "memkit/buddy: foreign memory", func() { a.Free(b) })
 		if s := readStats(a); s.ReservedBytes != 0 || s.Releases != 1 {
 			t.Fatalf("stats after Close: %v", &s)
 		}

@@ -2,7 +2,6 @@ package buddy_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -85,7 +84,7 @@ func FuzzAllocator(f *testing.F) {
 				if covered(m, b) {
 					want = "memkit/buddy: foreign memory" // inside a live block now
 				}
-				if got := panicOf(func() { a.Free(b) }); got != want {
+				if got := memtest.PanicOf(func() { a.Free(b) }); got != want {
 					t.Fatalf("double Free: panic %q; want %q", got, want)
 				}
 				bad++
@@ -94,7 +93,7 @@ func FuzzAllocator(f *testing.F) {
 				if cap(b) <= minBlock {
 					continue
 				}
-				if got := panicOf(func() { a.Free(b[minBlock:]) }); got != "memkit/buddy: foreign memory" {
+				if got := memtest.PanicOf(func() { a.Free(b[minBlock:]) }); got != "memkit/buddy: foreign memory" {
 					t.Fatalf("interior Free: panic %q", got)
 				}
 				bad++
@@ -182,15 +181,4 @@ func covered(m *memtest.Model, b []byte) bool {
 		}
 	}
 	return false
-}
-
-// panicOf runs f and returns what it panicked with, or "" if it did not.
-func panicOf(f func()) (s string) {
-	defer func() {
-		if r := recover(); r != nil {
-			s = fmt.Sprint(r)
-		}
-	}()
-	f()
-	return ""
 }

@@ -2,7 +2,7 @@ package bytepool_test
 
 import (
 	"fmt"
-	"sync"
+	"github.com/memkit/memkit/internal/memtest"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -46,15 +46,7 @@ func BenchmarkPool_GetPut(b *testing.B) {
 					p.Put(buf)
 				}
 			})
-			b.Run("impl=syncpool", func(b *testing.B) {
-				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
-				b.ReportAllocs()
-				for b.Loop() {
-					bp := sp.Get().(*[]byte)
-					(*bp)[0] = 1
-					sp.Put(bp)
-				}
-			})
+			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 		})
 	}
 }
@@ -86,17 +78,7 @@ func BenchmarkPool_GetPutParallel(b *testing.B) {
 					}
 				})
 			})
-			b.Run("impl=syncpool", func(b *testing.B) {
-				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						bp := sp.Get().(*[]byte)
-						(*bp)[0] = 1
-						sp.Put(bp)
-					}
-				})
-			})
+			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPoolParallel(b, n) })
 		})
 	}
 }

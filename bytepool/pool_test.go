@@ -41,22 +41,6 @@ func forEachPolicy(t *testing.T, f func(t *testing.T, p *bytepool.Pool)) {
 	}
 }
 
-// checkPanic runs f and fails unless it panics with exactly want.
-func checkPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic; want %q", want)
-		}
-		if fmt.Sprint(r) != want {
-			t.Fatalf("panic %q; want %q", r, want)
-		}
-	}()
-	f()
-}
-
 func readStats(p *bytepool.Pool) memkit.Stats {
 	var s memkit.Stats
 	p.ReadStats(&s)
@@ -144,9 +128,9 @@ func TestPool_GetLengthAndLockedCapacity(t *testing.T) {
 
 func TestPool_GetNegativePanics(t *testing.T) {
 	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
-		checkPanic(t, "memkit/bytepool: negative size", func() { p.Get(-1) })
-		checkPanic(t, "memkit/bytepool: negative size", func() { p.TryGet(-1) })
-		checkPanic(t, "memkit/bytepool: negative size", func() { p.NewCache().Get(-5) })
+		memtest.CheckPanic(t, "memkit/bytepool: negative size", func() { p.Get(-1) })
+		memtest.CheckPanic(t, "memkit/bytepool: negative size", func() { p.TryGet(-1) })
+		memtest.CheckPanic(t, "memkit/bytepool: negative size", func() { p.NewCache().Get(-5) })
 	})
 }
 
@@ -223,7 +207,7 @@ func TestBounded_DoubleFreePanics(t *testing.T) {
 	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(16<<20))
 	b := p.Get(1000)
 	p.Put(b)
-	checkPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
+	memtest.CheckPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
 	// The failed Put changed nothing: the buffer is handed out once.
 	x, y := p.Get(1000), p.Get(1000)
 	if addr(x) == addr(y) {
@@ -232,7 +216,7 @@ func TestBounded_DoubleFreePanics(t *testing.T) {
 	c := p.NewCache()
 	z := c.Get(1000)
 	c.Put(z)
-	checkPanic(t, "memkit/bytepool: double free", func() { c.Put(z) })
+	memtest.CheckPanic(t, "memkit/bytepool: double free", func() { c.Put(z) })
 }
 
 func TestBounded_BudgetExhaustion(t *testing.T) {

@@ -1,9 +1,9 @@
 package extent_test
 
 import (
+	"github.com/memkit/memkit/internal/memtest"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -11,21 +11,6 @@ import (
 )
 
 var benchSizes = []int{64, 4 << 10, 64 << 10}
-
-// syncPoolGetPut is the baseline: sync.Pool's Get+Put of a *[]byte.
-func syncPoolGetPut(b *testing.B, n int) {
-	var pool sync.Pool
-	b.ReportAllocs()
-	for b.Loop() {
-		bp, _ := pool.Get().(*[]byte)
-		if bp == nil {
-			s := make([]byte, n)
-			bp = &s
-		}
-		(*bp)[0] = 1
-		pool.Put(bp)
-	}
-}
 
 // BenchmarkAllocator_MallocFree is one Malloc and one Free per op:
 //
@@ -51,7 +36,7 @@ func BenchmarkAllocator_MallocFree(b *testing.B) {
 				s.Free(p)
 			}
 		})
-		b.Run(name+"/impl=syncpool", func(b *testing.B) { syncPoolGetPut(b, n) })
+		b.Run(name+"/impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 	}
 }
 

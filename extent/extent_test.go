@@ -2,7 +2,6 @@ package extent_test
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -20,25 +19,6 @@ func mustNew(t testing.TB, opts ...extent.Option) *extent.Allocator {
 		t.Fatalf("New: %v", err)
 	}
 	return a
-}
-
-// checkPanic runs f and fails unless it panics with exactly want.
-func checkPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	if got := panicOf(f); got != want {
-		t.Fatalf("panic %q; want %q", got, want)
-	}
-}
-
-// panicOf runs f and returns what it panicked with, or "" if it did not.
-func panicOf(f func()) (s string) {
-	defer func() {
-		if r := recover(); r != nil {
-			s = fmt.Sprint(r)
-		}
-	}()
-	f()
-	return ""
 }
 
 func readStats(a interface{ ReadStats(*memkit.Stats) }) memkit.Stats {
@@ -119,9 +99,9 @@ func TestAllocator_MallocExactSizeLockedCapacity(t *testing.T) {
 		if b := a.Malloc(0); b == nil || len(b) != 0 {
 			t.Fatalf("Malloc(0) = %v; want an empty non-nil slice", b)
 		}
-		checkPanic(t, "memkit/extent: negative size", func() { a.Malloc(-1) })
-		checkPanic(t, "memkit/extent: negative size", func() { _, _ = a.TryMalloc(-1) })
-		checkPanic(t, "memkit/extent: negative size", func() { a.Borrow(-1) })
+		memtest.CheckPanic(t, "memkit/extent: negative size", func() { a.Malloc(-1) })
+		memtest.CheckPanic(t, "memkit/extent: negative size", func() { _, _ = a.TryMalloc(-1) })
+		memtest.CheckPanic(t, "memkit/extent: negative size", func() { a.Borrow(-1) })
 		checkTree(t, a)
 	})
 }
@@ -168,8 +148,8 @@ func TestAllocator_FreeRest(t *testing.T) {
 	if addr(c) != addr(b)+6 {
 		t.Fatal("the freed tail was not reused first")
 	}
-	checkPanic(t, "memkit/extent: FreeRest keep out of range", func() { a.FreeRest(h, 7) })
-	checkPanic(t, "memkit/extent: FreeRest keep out of range", func() { a.FreeRest(h, -1) })
+	memtest.CheckPanic(t, "memkit/extent: FreeRest keep out of range", func() { a.FreeRest(h, 7) })
+	memtest.CheckPanic(t, "memkit/extent: FreeRest keep out of range", func() { a.FreeRest(h, -1) })
 	if got := a.FreeRest(h, 6); len(got) != 6 {
 		t.Fatal("FreeRest keeping everything changed the slice")
 	}
@@ -183,15 +163,15 @@ func TestAllocator_DoubleFreePanics(t *testing.T) {
 		c := a.Malloc(100)
 		a.Malloc(100)
 		a.Free(b)
-		checkPanic(t, "memkit/extent: double free", func() { a.Free(b) })
-		checkPanic(t, "memkit/extent: double free", func() { a.Free(b[10:20]) })
+		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(b) })
+		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(b[10:20]) })
 		// Overlapping a free range on either side.
 		a.Free(c[40:60])
-		checkPanic(t, "memkit/extent: double free", func() { a.Free(c[50:70]) })
-		checkPanic(t, "memkit/extent: double free", func() { a.Free(c[30:41]) })
-		checkPanic(t, "memkit/extent: double free", func() { a.Free(c[0:100]) })
+		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(c[50:70]) })
+		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(c[30:41]) })
+		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(c[0:100]) })
 		// Spanning the free range b and the live c.
-		checkPanic(t, "memkit/extent: double free", func() { a.Free(unsafe.Slice(unsafe.SliceData(b), 150)) })
+		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(unsafe.Slice(unsafe.SliceData(b), 150)) })
 		if s := readStats(a); s.BadFrees != 6 {
 			t.Fatalf("BadFrees = %d; want 6", s.BadFrees)
 		}
@@ -206,16 +186,16 @@ func TestAllocator_ForeignFreePanics(t *testing.T) {
 		a := mustNew(t, append(opts, extent.WithBlockSize(4096))...)
 		defer a.Close()
 		b := a.Malloc(4096) // the whole block
-		checkPanic(t, "memkit/extent: foreign memory", func() { a.Free(make([]byte, 64)) })
+		memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { a.Free(make([]byte, 64)) })
 		bad := uint64(1)
 		if len(opts) > 0 {
 			// Past the block's end (a slice that checkptr, under -race,
 			// only lets us build outside the Go heap).
-			checkPanic(t, "memkit/extent: foreign memory", func() { a.Free(unsafe.Slice(unsafe.SliceData(b[4000:]), 200)) })
+			memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { a.Free(unsafe.Slice(unsafe.SliceData(b[4000:]), 200)) })
 			bad++
 		}
 		other := mustNew(t)
-		checkPanic(t, "memkit/extent: foreign memory", func() { a.Free(other.Malloc(10)) })
+		memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { a.Free(other.Malloc(10)) })
 		a.Free(nil) // empty: nothing to free
 		if s := readStats(a); s.BadFrees != bad+1 || s.Frees != 0 {
 			t.Fatalf("stats %v", &s)
@@ -296,7 +276,7 @@ func TestAllocator_MaxTotalFallsBackToHeap(t *testing.T) {
 		// Fallback memory frees like any other, in parts, and is dropped
 		// once all free.
 		a.Free(f[1000:2000])
-		checkPanic(t, "memkit/extent: double free", func() { a.Free(f[1500:1600]) })
+		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(f[1500:1600]) })
 		rest := a.FreeRest(f[:1000], 10)
 		a.Free(f[2000:])
 		a.Free(rest)
@@ -407,7 +387,7 @@ func TestAllocator_Close(t *testing.T) {
 		if s.ReservedBytes != 0 || s.InUseBytes != 0 || s.Releases != 1 {
 			t.Fatalf("after Close: %v", &s)
 		}
-		checkPanic(t, "memkit/extent: foreign memory", func() { a.Free(b) })
+		memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { a.Free(b) })
 		a.Free(a.Malloc(10)) // usable again
 		a.Close()
 	})
@@ -470,7 +450,7 @@ func TestRecyclable(t *testing.T) {
 	a.Free(other[32:])
 	// A piece freed twice panics as the allocator's Free does.
 	r.AddRecycleBytes(other)
-	checkPanic(t, "memkit/extent: double free", r.Recycle)
+	memtest.CheckPanic(t, "memkit/extent: double free", r.Recycle)
 }
 
 // An Allocator per goroutine, and a Shared allocator whose memory is freed
@@ -606,10 +586,10 @@ func TestShared_PanicsReleaseTheLock(t *testing.T) {
 	}
 	b := s.Malloc(100)
 	s.Free(b)
-	checkPanic(t, "memkit/extent: double free", func() { s.Free(b) })
-	checkPanic(t, "memkit/extent: foreign memory", func() { s.Free(make([]byte, 8)) })
-	checkPanic(t, "memkit/extent: negative size", func() { s.Malloc(-1) })
-	checkPanic(t, "memkit/extent: FreeRest keep out of range", func() { s.FreeRest(b, 101) })
+	memtest.CheckPanic(t, "memkit/extent: double free", func() { s.Free(b) })
+	memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { s.Free(make([]byte, 8)) })
+	memtest.CheckPanic(t, "memkit/extent: negative size", func() { s.Malloc(-1) })
+	memtest.CheckPanic(t, "memkit/extent: FreeRest keep out of range", func() { s.FreeRest(b, 101) })
 	c, err := s.TryMalloc(100)
 	if err != nil || len(c) != 100 {
 		t.Fatalf("TryMalloc after panics: %d bytes, %v", len(c), err)

@@ -175,12 +175,12 @@ func FuzzAllocator(f *testing.F) {
 				if overlapsHeld(a, m, b) {
 					continue // handed out again since
 				}
-				if got := panicOf(func() { a.Free(b) }); got != "memkit/extent: double free" && got != "memkit/extent: foreign memory" {
+				if got := memtest.PanicOf(func() { a.Free(b) }); got != "memkit/extent: double free" && got != "memkit/extent: foreign memory" {
 					t.Fatalf("double Free: panic %q", got)
 				}
 				bad++
 			case 10: // foreign memory
-				if got := panicOf(func() { a.Free(make([]byte, 1+int(ops.Byte()))) }); got != "memkit/extent: foreign memory" {
+				if got := memtest.PanicOf(func() { a.Free(make([]byte, 1+int(ops.Byte()))) }); got != "memkit/extent: foreign memory" {
 					t.Fatalf("foreign Free: panic %q", got)
 				}
 				bad++

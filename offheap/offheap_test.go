@@ -2,7 +2,7 @@ package offheap_test
 
 import (
 	"bytes"
-	"fmt"
+	"github.com/memkit/memkit/internal/memtest"
 	"os"
 	"runtime"
 	"strconv"
@@ -14,22 +14,6 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/offheap"
 )
-
-// checkPanic runs f and fails unless it panics with exactly want.
-func checkPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic; want %q", want)
-		}
-		if fmt.Sprint(r) != want {
-			t.Fatalf("panic %q; want %q", r, want)
-		}
-	}()
-	f()
-}
 
 func mustAlloc(t testing.TB, n int) []byte {
 	t.Helper()
@@ -91,15 +75,15 @@ func TestAllocHuge(t *testing.T) {
 }
 
 func TestAlloc_NegativePanics(t *testing.T) {
-	checkPanic(t, "memkit/offheap: negative size", func() { _, _ = offheap.Alloc(-1) })
-	checkPanic(t, "memkit/offheap: negative size", func() { _, _ = offheap.AllocHuge(-1) })
+	memtest.CheckPanic(t, "memkit/offheap: negative size", func() { _, _ = offheap.Alloc(-1) })
+	memtest.CheckPanic(t, "memkit/offheap: negative size", func() { _, _ = offheap.AllocHuge(-1) })
 }
 
 func TestFree_DoubleFreePanics(t *testing.T) {
 	b := mustAlloc(t, 100)
 	mustFree(t, b)
 	before := stats().BadFrees
-	checkPanic(t, "memkit/offheap: double free or foreign memory", func() { _ = offheap.Free(b) })
+	memtest.CheckPanic(t, "memkit/offheap: double free or foreign memory", func() { _ = offheap.Free(b) })
 	if got := stats().BadFrees; got != before+1 {
 		t.Fatalf("BadFrees = %d; want %d", got, before+1)
 	}
@@ -115,7 +99,7 @@ func TestFree_ForeignPanics(t *testing.T) {
 		"nil":         nil,
 	} {
 		t.Run(name, func(t *testing.T) {
-			checkPanic(t, "memkit/offheap: double free or foreign memory", func() { _ = offheap.Free(f) })
+			memtest.CheckPanic(t, "memkit/offheap: double free or foreign memory", func() { _ = offheap.Free(f) })
 		})
 	}
 }
@@ -123,9 +107,9 @@ func TestFree_ForeignPanics(t *testing.T) {
 func TestRelease_ForeignPanics(t *testing.T) {
 	b := mustAlloc(t, offheap.PageSize())
 	defer mustFree(t, b)
-	checkPanic(t, "memkit/offheap: foreign memory", func() { _ = offheap.Release(make([]byte, 8192)) })
+	memtest.CheckPanic(t, "memkit/offheap: foreign memory", func() { _ = offheap.Release(make([]byte, 8192)) })
 	// Past the end of the mapping.
-	checkPanic(t, "memkit/offheap: foreign memory", func() {
+	memtest.CheckPanic(t, "memkit/offheap: foreign memory", func() {
 		_ = offheap.Release(unsafe.Slice(unsafe.SliceData(b), cap(b)+1))
 	})
 	if err := offheap.Release(nil); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/memkit/memkit/internal/memtest"
 	"math"
 	"sync"
 	"testing"
@@ -22,22 +23,6 @@ func mustNew(t testing.TB, slots, size int, opts ...ringbuf.Option) *ringbuf.Rin
 		t.Fatalf("New: %v", err)
 	}
 	return r
-}
-
-// checkPanic runs f and fails unless it panics with exactly want.
-func checkPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic; want %q", want)
-		}
-		if fmt.Sprint(r) != want {
-			t.Fatalf("panic %q; want %q", r, want)
-		}
-	}()
-	f()
 }
 
 func readStats(r *ringbuf.Ring) memkit.Stats {
@@ -188,7 +173,7 @@ func TestRing_TooLargeIsAnErrorNotATruncation(t *testing.T) {
 	if r.Len() != 0 {
 		t.Fatal("the refused write changed the ring")
 	}
-	checkPanic(t, "memkit/ringbuf: Read buffer shorter than a slot", func() { r.Read(make([]byte, 7)) })
+	memtest.CheckPanic(t, "memkit/ringbuf: Read buffer shorter than a slot", func() { r.Read(make([]byte, 7)) })
 }
 
 func TestRing_LendAndReturn(t *testing.T) {
@@ -204,19 +189,19 @@ func TestRing_LendAndReturn(t *testing.T) {
 			}
 			n := copy(s.Bytes(), fmt.Sprintf("rec %d", i))
 			r.Commit(s, n)
-			checkPanic(t, "memkit/ringbuf: Commit of a slot not reserved", func() { r.Commit(s, n) })
+			memtest.CheckPanic(t, "memkit/ringbuf: Commit of a slot not reserved", func() { r.Commit(s, n) })
 			got, ok := r.Peek()
 			if !ok || string(got.Bytes()) != fmt.Sprintf("rec %d", i) {
 				t.Fatalf("Peek = %q, %v", got.Bytes(), ok)
 			}
 			r.Release(got)
-			checkPanic(t, "memkit/ringbuf: Release of a slot not peeked", func() { r.Release(got) })
+			memtest.CheckPanic(t, "memkit/ringbuf: Release of a slot not peeked", func() { r.Release(got) })
 		}
-		checkPanic(t, "memkit/ringbuf: Commit of a slot not reserved", func() { r.Commit(ringbuf.Slot{}, 0) })
-		checkPanic(t, "memkit/ringbuf: Release of a slot not peeked", func() { r.Release(ringbuf.Slot{}) })
+		memtest.CheckPanic(t, "memkit/ringbuf: Commit of a slot not reserved", func() { r.Commit(ringbuf.Slot{}, 0) })
+		memtest.CheckPanic(t, "memkit/ringbuf: Release of a slot not peeked", func() { r.Release(ringbuf.Slot{}) })
 		s, _ := r.Reserve(context.Background())
-		checkPanic(t, "memkit/ringbuf: Commit length outside the slot", func() { r.Commit(s, 17) })
-		checkPanic(t, "memkit/ringbuf: Commit length outside the slot", func() { r.Commit(s, -1) })
+		memtest.CheckPanic(t, "memkit/ringbuf: Commit length outside the slot", func() { r.Commit(s, 17) })
+		memtest.CheckPanic(t, "memkit/ringbuf: Commit length outside the slot", func() { r.Commit(s, -1) })
 		// Readers wait behind an uncommitted slot.
 		if _, ok := r.Peek(); ok {
 			t.Fatal("Peek returned a slot not yet committed")

@@ -21,22 +21,6 @@ func mustArena(t testing.TB, start, slabSize int, growth float64, opts ...slab.O
 	return a
 }
 
-// checkPanic runs f and fails unless it panics with exactly want.
-func checkPanic(t *testing.T, want string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if r == nil {
-			t.Fatalf("no panic; want %q", want)
-		}
-		if fmt.Sprint(r) != want {
-			t.Fatalf("panic %q; want %q", r, want)
-		}
-	}()
-	f()
-}
-
 func readStats(a *slab.Arena) memkit.Stats {
 	var s memkit.Stats
 	a.ReadStats(&s)
@@ -194,10 +178,10 @@ func TestArena_MallocFailureIsErrNoSpace(t *testing.T) {
 
 func TestArena_NegativeSizePanics(t *testing.T) {
 	a := mustArena(t, 8, 1024, 2)
-	checkPanic(t, "memkit/slab: negative size", func() { a.Alloc(-1) })
-	checkPanic(t, "memkit/slab: negative size", func() { a.TryAlloc(-1) })
-	checkPanic(t, "memkit/slab: negative size", func() { a.ClassSize(-1) })
-	checkPanic(t, "memkit/slab: negative size", func() { slab.NilLoc().Slice(-1, 0) })
+	memtest.CheckPanic(t, "memkit/slab: negative size", func() { a.Alloc(-1) })
+	memtest.CheckPanic(t, "memkit/slab: negative size", func() { a.TryAlloc(-1) })
+	memtest.CheckPanic(t, "memkit/slab: negative size", func() { a.ClassSize(-1) })
+	memtest.CheckPanic(t, "memkit/slab: negative size", func() { slab.NilLoc().Slice(-1, 0) })
 }
 
 func TestArena_AddRefDecRef(t *testing.T) {
@@ -221,11 +205,11 @@ func TestArena_DecRefTwicePanics(t *testing.T) {
 	b := a.Alloc(100)
 	keep := a.Alloc(100) // keeps the slab from being released
 	a.DecRef(b)
-	checkPanic(t, "memkit/slab: DecRef of a free chunk", func() { a.DecRef(b) })
-	checkPanic(t, "memkit/slab: AddRef of a free chunk", func() { a.AddRef(b) })
-	checkPanic(t, "memkit/slab: use of a free chunk", func() { a.BufToLoc(b) })
-	checkPanic(t, "memkit/slab: use of a free chunk", func() { a.SetNext(b, nil) })
-	checkPanic(t, "memkit/slab: use of a free chunk", func() { a.GetNext(b) })
+	memtest.CheckPanic(t, "memkit/slab: DecRef of a free chunk", func() { a.DecRef(b) })
+	memtest.CheckPanic(t, "memkit/slab: AddRef of a free chunk", func() { a.AddRef(b) })
+	memtest.CheckPanic(t, "memkit/slab: use of a free chunk", func() { a.BufToLoc(b) })
+	memtest.CheckPanic(t, "memkit/slab: use of a free chunk", func() { a.SetNext(b, nil) })
+	memtest.CheckPanic(t, "memkit/slab: use of a free chunk", func() { a.GetNext(b) })
 	if s := readStats(a); s.BadFrees != 1 || s.LiveObjects != 1 || s.Frees != 1 {
 		t.Fatalf("after a bad DecRef: %v", &s)
 	}
@@ -238,17 +222,17 @@ func TestArena_StaleLocPanics(t *testing.T) {
 	b := a.Alloc(100)
 	loc := a.BufToLoc(b)
 	a.DecRef(b)
-	checkPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
-	checkPanic(t, "memkit/slab: stale handle", func() { a.LocAddRef(loc) })
-	checkPanic(t, "memkit/slab: stale handle", func() { a.LocDecRef(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocAddRef(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocDecRef(loc) })
 
 	// The chunk is handed out again: the old Loc must not reach the new owner.
 	c := a.Alloc(100)
 	if addr(c) != addr(b) {
 		t.Fatal("the freed chunk was not reused")
 	}
-	checkPanic(t, "memkit/slab: stale handle", func() { a.LocDecRef(loc) })
-	checkPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocDecRef(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
 	if !a.Owns(c) {
 		t.Fatal("a stale LocDecRef freed the new owner's chunk")
 	}
@@ -267,10 +251,10 @@ func TestArena_StaleLocAfterSlabReleaseAndReuse(t *testing.T) {
 	if a.Slabs() != 0 {
 		t.Fatalf("slabs %d; want 0", a.Slabs())
 	}
-	checkPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
 	c := a.Alloc(64) // a new slab in the same slot
-	checkPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
-	checkPanic(t, "memkit/slab: stale handle", func() { a.LocAddRef(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocAddRef(loc) })
 	a.DecRef(c)
 }
 
@@ -288,14 +272,14 @@ func TestArena_ForeignBufferPanics(t *testing.T) {
 			if a.Owns(f) {
 				t.Fatal("Owns a foreign buffer")
 			}
-			checkPanic(t, want, func() { a.AddRef(f) })
-			checkPanic(t, want, func() { a.DecRef(f) })
-			checkPanic(t, want, func() { a.BufToLoc(f) })
-			checkPanic(t, want, func() { a.SetNext(f, nil) })
+			memtest.CheckPanic(t, want, func() { a.AddRef(f) })
+			memtest.CheckPanic(t, want, func() { a.DecRef(f) })
+			memtest.CheckPanic(t, want, func() { a.BufToLoc(f) })
+			memtest.CheckPanic(t, want, func() { a.SetNext(f, nil) })
 			if f != nil { // SetNext(b, nil) ends the chain
-				checkPanic(t, want, func() { a.SetNext(b, f) })
+				memtest.CheckPanic(t, want, func() { a.SetNext(b, f) })
 			}
-			checkPanic(t, want, func() { a.GetNext(f) })
+			memtest.CheckPanic(t, want, func() { a.GetNext(f) })
 		})
 	}
 	// A slice that runs from one chunk into the next is no buffer of the arena.
@@ -305,7 +289,7 @@ func TestArena_ForeignBufferPanics(t *testing.T) {
 		if a.Owns(span) {
 			t.Fatal("Owns a slice over two chunks")
 		}
-		checkPanic(t, want, func() { a.DecRef(span) })
+		memtest.CheckPanic(t, want, func() { a.DecRef(span) })
 	}
 	if s := readStats(a); s.BadFrees != 4 || s.LiveObjects != 2 {
 		t.Fatalf("after foreign DecRefs: %v", &s)
@@ -331,8 +315,8 @@ func TestArena_LocRoundTrip(t *testing.T) {
 	if l2 := a.BufToLoc(b[7:11]); l2 != loc.Slice(7, 4) {
 		t.Fatalf("BufToLoc of a re-slice = %+v; want %+v", l2, loc.Slice(7, 4))
 	}
-	checkPanic(t, "memkit/slab: Loc range outside its chunk", func() { a.LocToBuf(loc.Slice(90, 11)) })
-	checkPanic(t, "memkit/slab: Loc range outside its chunk", func() {
+	memtest.CheckPanic(t, "memkit/slab: Loc range outside its chunk", func() { a.LocToBuf(loc.Slice(90, 11)) })
+	memtest.CheckPanic(t, "memkit/slab: Loc range outside its chunk", func() {
 		a.LocToBuf(loc.Slice(1<<30, 1<<30).Slice(1<<30, 1<<30).Slice(1<<30, 1<<30).Slice(1<<30, 1<<30))
 	})
 	if a.LocToBuf(slab.NilLoc()) != nil || a.LocDecRef(slab.NilLoc()) {

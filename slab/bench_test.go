@@ -1,7 +1,7 @@
 package slab_test
 
 import (
-	"sync"
+	"github.com/memkit/memkit/internal/memtest"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -28,15 +28,7 @@ func BenchmarkArena_AllocDecRef(b *testing.B) {
 					a.DecRef(buf)
 				}
 			})
-			b.Run("impl=syncpool", func(b *testing.B) {
-				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
-				b.ReportAllocs()
-				for b.Loop() {
-					bp := sp.Get().(*[]byte)
-					(*bp)[0] = 1
-					sp.Put(bp)
-				}
-			})
+			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 			b.Run("impl=bytepool", func(b *testing.B) {
 				p, err := bytepool.New()
 				if err != nil {
@@ -129,17 +121,7 @@ func BenchmarkShared_AllocDecRefParallel(b *testing.B) {
 					}
 				})
 			})
-			b.Run("impl=syncpool", func(b *testing.B) {
-				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						bp := sp.Get().(*[]byte)
-						(*bp)[0] = 1
-						sp.Put(bp)
-					}
-				})
-			})
+			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPoolParallel(b, n) })
 		})
 	}
 }

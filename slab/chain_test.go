@@ -3,6 +3,7 @@ package slab_test
 import (
 	"bytes"
 	"errors"
+	"github.com/memkit/memkit/internal/memtest"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -90,7 +91,7 @@ func TestChain_ReaderCatchesAFreedChunk(t *testing.T) {
 	p := make([]byte, 4)
 	r.Read(p)
 	a.SetNext(head, nil) // frees bbbb and cccc under the reader
-	checkPanic(t, "memkit/slab: stale handle", func() { r.Read(p) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { r.Read(p) })
 	a.DecRef(head)
 }
 
@@ -100,7 +101,7 @@ func TestChain_WriterReportsAllocErrors(t *testing.T) {
 	if n, err := w.Write([]byte("x")); n != 0 || !errors.Is(err, slab.ErrTooLarge) {
 		t.Fatalf("Write with chunks above the slab size = %d, %v", n, err)
 	}
-	checkPanic(t, "memkit/slab: negative size", func() { slab.NewChainWriter(a, 0) })
+	memtest.CheckPanic(t, "memkit/slab: negative size", func() { slab.NewChainWriter(a, 0) })
 }
 
 func TestChain_DoesNotAllocate(t *testing.T) {

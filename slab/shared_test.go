@@ -54,13 +54,13 @@ func TestShared_Misuse(t *testing.T) {
 	if !sh.DecRef(b) {
 		t.Fatal("DecRef of the only reference")
 	}
-	checkPanic(t, "memkit/slab: DecRef of a free chunk", func() { sh.DecRef(b) })
-	checkPanic(t, "memkit/slab: stale handle", func() { sh.LocToBuf(loc) })
-	checkPanic(t, "memkit/slab: stale handle", func() { sh.LocDecRef(loc) })
+	memtest.CheckPanic(t, "memkit/slab: DecRef of a free chunk", func() { sh.DecRef(b) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { sh.LocToBuf(loc) })
+	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { sh.LocDecRef(loc) })
 	foreign := make([]byte, 64)
-	checkPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.DecRef(foreign) })
-	checkPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.AddRef(foreign) })
-	checkPanic(t, "memkit/slab: negative size", func() { sh.Alloc(-1) })
+	memtest.CheckPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.DecRef(foreign) })
+	memtest.CheckPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.AddRef(foreign) })
+	memtest.CheckPanic(t, "memkit/slab: negative size", func() { sh.Alloc(-1) })
 	if sh.Owns(foreign) || sh.Owns(nil) || sh.Owns(b) || !sh.Owns(keep) {
 		t.Fatal("Owns is wrong")
 	}

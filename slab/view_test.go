@@ -2,6 +2,7 @@ package slab_test
 
 import (
 	"fmt"
+	"github.com/memkit/memkit/internal/memtest"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -45,18 +46,18 @@ type withIface struct {
 func TestView_RefusesPointerfulTypes(t *testing.T) {
 	buf := make([]byte, 256)
 	const tail = ": Go pointers cannot live in slab memory"
-	checkPanic(t, "memkit/slab: Person2.Name is a string"+tail, func() { slab.View[Person2](buf) })
-	checkPanic(t, "memkit/slab: nested.Inner.Keys[0].K is a slice"+tail, func() { slab.View[nested](buf) })
-	checkPanic(t, "memkit/slab: withPtr.P is a pointer"+tail, func() { slab.View[withPtr](buf) })
-	checkPanic(t, "memkit/slab: withIface.E is an interface"+tail, func() { slab.ViewSlice[withIface](buf, 1) })
-	checkPanic(t, "memkit/slab: *int is a pointer"+tail, func() { slab.View[*int](buf) })
-	checkPanic(t, "memkit/slab: map[string]int is a map"+tail, func() { slab.View[map[string]int](buf) })
-	checkPanic(t, "memkit/slab: chan int is a channel"+tail, func() { slab.View[chan int](buf) })
-	checkPanic(t, "memkit/slab: func() is a func"+tail, func() { slab.View[func()](buf) })
-	checkPanic(t, "memkit/slab: Pointer is an unsafe.Pointer"+tail, func() { slab.View[unsafe.Pointer](buf) })
-	checkPanic(t, "memkit/slab: [2]string[0] is a string"+tail, func() { slab.View[[2]string](buf) })
+	memtest.CheckPanic(t, "memkit/slab: Person2.Name is a string"+tail, func() { slab.View[Person2](buf) })
+	memtest.CheckPanic(t, "memkit/slab: nested.Inner.Keys[0].K is a slice"+tail, func() { slab.View[nested](buf) })
+	memtest.CheckPanic(t, "memkit/slab: withPtr.P is a pointer"+tail, func() { slab.View[withPtr](buf) })
+	memtest.CheckPanic(t, "memkit/slab: withIface.E is an interface"+tail, func() { slab.ViewSlice[withIface](buf, 1) })
+	memtest.CheckPanic(t, "memkit/slab: *int is a pointer"+tail, func() { slab.View[*int](buf) })
+	memtest.CheckPanic(t, "memkit/slab: map[string]int is a map"+tail, func() { slab.View[map[string]int](buf) })
+	memtest.CheckPanic(t, "memkit/slab: chan int is a channel"+tail, func() { slab.View[chan int](buf) })
+	memtest.CheckPanic(t, "memkit/slab: func() is a func"+tail, func() { slab.View[func()](buf) })
+	memtest.CheckPanic(t, "memkit/slab: Pointer is an unsafe.Pointer"+tail, func() { slab.View[unsafe.Pointer](buf) })
+	memtest.CheckPanic(t, "memkit/slab: [2]string[0] is a string"+tail, func() { slab.View[[2]string](buf) })
 	// The verdict is cached: a second call panics the same way.
-	checkPanic(t, "memkit/slab: Person2.Name is a string"+tail, func() { slab.View[Person2](buf) })
+	memtest.CheckPanic(t, "memkit/slab: Person2.Name is a string"+tail, func() { slab.View[Person2](buf) })
 	if err := slab.CheckPointerFree[Person2](); err == nil || err.Error() != "memkit/slab: Person2.Name is a string"+tail {
 		t.Fatalf("CheckPointerFree[Person2] = %v", err)
 	}
@@ -81,12 +82,12 @@ func TestView_ChecksSizeAndAlignment(t *testing.T) {
 	if got := slab.View[record](buf); got.ID != 7 || got.Score != 2.5 || slab.GetString(got.Name[:]) != "John" {
 		t.Fatalf("read back %+v", got)
 	}
-	checkPanic(t, "memkit/slab: View[record] needs 56 bytes, buffer has 55", func() { slab.View[record](buf[8:63]) })
-	checkPanic(t, fmt.Sprintf("memkit/slab: View[record] needs %d-byte alignment", unsafe.Alignof(record{})),
+	memtest.CheckPanic(t, "memkit/slab: View[record] needs 56 bytes, buffer has 55", func() { slab.View[record](buf[8:63]) })
+	memtest.CheckPanic(t, fmt.Sprintf("memkit/slab: View[record] needs %d-byte alignment", unsafe.Alignof(record{})),
 		func() { slab.View[record](buf[1:]) })
-	checkPanic(t, "memkit/slab: ViewSlice[uint32] of 3 needs 12 bytes, buffer has 11", func() { slab.ViewSlice[uint32](buf[:11], 3) })
-	checkPanic(t, "memkit/slab: ViewSlice[uint32] needs 4-byte alignment", func() { slab.ViewSlice[uint32](buf[2:], 1) })
-	checkPanic(t, "memkit/slab: negative size", func() { slab.ViewSlice[uint32](buf, -1) })
+	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] of 3 needs 12 bytes, buffer has 11", func() { slab.ViewSlice[uint32](buf[:11], 3) })
+	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] needs 4-byte alignment", func() { slab.ViewSlice[uint32](buf[2:], 1) })
+	memtest.CheckPanic(t, "memkit/slab: negative size", func() { slab.ViewSlice[uint32](buf, -1) })
 	xs := slab.ViewSlice[uint32](buf, 16)
 	if len(xs) != 16 || unsafe.Pointer(&xs[0]) != unsafe.Pointer(&buf[0]) {
 		t.Fatalf("ViewSlice: len %d, aliases buf %v", len(xs), unsafe.Pointer(&xs[0]) == unsafe.Pointer(&buf[0]))

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"sync"
+	"github.com/memkit/memkit/internal/memtest"
 	"testing"
 
 	"github.com/bytedance/gopkg/lang/mcache"
@@ -44,15 +44,7 @@ func BenchmarkDirect(b *testing.B) {
 					mcache.Free(buf)
 				}
 			})
-			b.Run("impl=syncpool", func(b *testing.B) {
-				sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
-				b.ReportAllocs()
-				for b.Loop() {
-					bp := sp.Get().(*[]byte)
-					(*bp)[0] = 1
-					sp.Put(bp)
-				}
-			})
+			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 		})
 		b.Run("GetPutParallel/size="+sizeName(n), func(b *testing.B) {
 			b.Run("impl=memkit", func(b *testing.B) {

@@ -12,6 +12,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"sync"
+	"testing"
 	"unsafe"
 )
 
@@ -187,4 +189,56 @@ func (o *Ops) Split(n, chunk int) []*Ops {
 		o.data = o.data[k:]
 	}
 	return out
+}
+
+// PanicOf runs f and returns what it panicked with, formatted by fmt.Sprint,
+// or "" if it returned normally.
+func PanicOf(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
+}
+
+// CheckPanic fails the test unless f panics with exactly want (as
+// fmt.Sprint formats the panic value): memkit's misuse panics are part of
+// its API, so tests pin their text.
+func CheckPanic(t testing.TB, want string, f func()) {
+	t.Helper()
+	switch got := PanicOf(f); {
+	case got == "":
+		t.Fatalf("no panic; want %q", want)
+	case got != want:
+		t.Fatalf("panic %q; want %q", got, want)
+	}
+}
+
+// BenchSyncPool is the baseline every allocator's benchmarks compare with:
+// Get and Put of an n-byte buffer through a sync.Pool of *[]byte (a pointer,
+// so Put does not allocate), touching one byte in between, as the
+// allocators' own loops do.
+func BenchSyncPool(b *testing.B, n int) {
+	sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
+	b.ReportAllocs()
+	for b.Loop() {
+		bp := sp.Get().(*[]byte)
+		(*bp)[0] = 1
+		sp.Put(bp)
+	}
+}
+
+// BenchSyncPoolParallel is BenchSyncPool under b.RunParallel.
+func BenchSyncPoolParallel(b *testing.B, n int) {
+	sp := sync.Pool{New: func() any { s := make([]byte, n); return &s }}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			bp := sp.Get().(*[]byte)
+			(*bp)[0] = 1
+			sp.Put(bp)
+		}
+	})
 }

@@ -51,3 +51,12 @@ func TestOps_Split(t *testing.T) {
 		t.Fatal("Split did not deal chunks round-robin")
 	}
 }
+
+func TestPanicOf(t *testing.T) {
+	if got := PanicOf(func() { panic("memkit/x: boom") }); got != "memkit/x: boom" {
+		t.Fatalf("PanicOf = %q", got)
+	}
+	if got := PanicOf(func() {}); got != "" {
+		t.Fatalf("PanicOf of a normal return = %q", got)
+	}
+}
