@@ -1,11 +1,11 @@
 package buddy_test
 
 import (
-	"github.com/memkit/memkit/internal/memtest"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 var benchSizes = []int{64, 4 << 10, 64 << 10}

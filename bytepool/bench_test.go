@@ -2,11 +2,11 @@ package bytepool_test
 
 import (
 	"fmt"
-	"github.com/memkit/memkit/internal/memtest"
 	"testing"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 // Cross-library comparisons live in cmd/memkit (memkit bench); these compare

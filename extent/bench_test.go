@@ -1,13 +1,13 @@
 package extent_test
 
 import (
-	"github.com/memkit/memkit/internal/memtest"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 var benchSizes = []int{64, 4 << 10, 64 << 10}

@@ -199,3 +199,26 @@ func ReadStats(s *memkit.Stats) {
 	s.Releases = table.releases
 	s.BadFrees = table.badFrees
 }
+
+// Malloc is [Alloc] in the shape of the malloc parameter of
+// slab.NewArena: it returns nil where Alloc returns an error, which the
+// arena reports as slab.ErrNoSpace. Pair it with [Unmap], so that slabs the
+// arena releases go back to the OS:
+//
+//	a, err := slab.NewArena(64, 1<<20, 2, offheap.Malloc, slab.WithFree(offheap.Unmap))
+func Malloc(n int) []byte {
+	b, err := Alloc(n)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Unmap is [Free] in the shape of slab.WithFree's parameter. Besides Free's
+// misuse panics, it panics if the OS refuses to unmap, which a valid mapping
+// never causes.
+func Unmap(b []byte) {
+	if err := Free(b); err != nil {
+		panic(err)
+	}
+}

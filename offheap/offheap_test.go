@@ -2,7 +2,7 @@ package offheap_test
 
 import (
 	"bytes"
-	"github.com/memkit/memkit/internal/memtest"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/offheap"
 )
 
@@ -252,4 +253,19 @@ func TestConcurrentAllocFree(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+func TestMalloc_NilWhereAllocFails(t *testing.T) {
+	if _, err := offheap.Alloc(math.MaxInt); err == nil {
+		t.Fatal("Alloc(MaxInt) succeeded")
+	}
+	if b := offheap.Malloc(math.MaxInt); b != nil {
+		t.Fatalf("Malloc(MaxInt) = %d bytes; want nil", len(b))
+	}
+	b := offheap.Malloc(100)
+	if len(b) != 100 {
+		t.Fatalf("Malloc(100) = %d bytes", len(b))
+	}
+	offheap.Unmap(b)
+	memtest.CheckPanic(t, "memkit/offheap: double free or foreign memory", func() { offheap.Unmap(b) })
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/memkit/memkit/internal/memtest"
 	"math"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/ringbuf"
 	"github.com/memkit/memkit/slab"
 )

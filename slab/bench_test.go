@@ -1,11 +1,11 @@
 package slab_test
 
 import (
-	"github.com/memkit/memkit/internal/memtest"
 	"testing"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/slab"
 )
 

@@ -3,12 +3,12 @@ package slab_test
 import (
 	"bytes"
 	"errors"
-	"github.com/memkit/memkit/internal/memtest"
 	"io"
 	"math/rand/v2"
 	"testing"
 	"testing/iotest"
 
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/slab"
 )
 

@@ -2,11 +2,11 @@ package slab_test
 
 import (
 	"fmt"
-	"github.com/memkit/memkit/internal/memtest"
 	"runtime"
 	"testing"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/slab"
 )
 

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/memkit/memkit/internal/memtest"
 	"testing"
 
 	"github.com/bytedance/gopkg/lang/mcache"
 
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 // BenchmarkDirect measures Get+Put with every call made directly on the
