@@ -2,9 +2,9 @@ package ringbuf_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/ringbuf"
 )
 
@@ -55,7 +55,7 @@ func BenchmarkRing_Seed1000(b *testing.B) {
 		}
 	})
 	b.Run("impl=mutex-copy", func(b *testing.B) {
-		r := newMutexRing(seedSlots)
+		r := memtest.NewMutexRing(seedSlots)
 		rec := make([]byte, seedRecord)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -66,41 +66,6 @@ func BenchmarkRing_Seed1000(b *testing.B) {
 			}
 		}
 	})
-}
-
-// mutexRing is the seed's ring: a mutex, and a fresh copy of every write.
-type mutexRing struct {
-	mu          sync.Mutex
-	data        [][]byte
-	read, write int
-	full        bool
-}
-
-func newMutexRing(n int) *mutexRing { return &mutexRing{data: make([][]byte, n)} }
-
-func (rb *mutexRing) Write(val []byte) {
-	rb.mu.Lock()
-	if rb.full {
-		rb.read = (rb.read + 1) % len(rb.data)
-	}
-	c := make([]byte, len(val))
-	copy(c, val)
-	rb.data[rb.write] = c
-	rb.write = (rb.write + 1) % len(rb.data)
-	rb.full = rb.read == rb.write
-	rb.mu.Unlock()
-}
-
-func (rb *mutexRing) Read() ([]byte, bool) {
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
-	if !rb.full && rb.read == rb.write {
-		return nil, false
-	}
-	v := rb.data[rb.read]
-	rb.read = (rb.read + 1) % len(rb.data)
-	rb.full = false
-	return v, true
 }
 
 // BenchmarkRing_Parallel is Write+Read of a 64-byte record on every P at

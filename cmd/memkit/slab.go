@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/ringbuf"
 	"github.com/memkit/memkit/slab"
 )
@@ -261,49 +262,16 @@ func ringChan(b *testing.B) {
 	}
 }
 
-// mutexRing is the seed's ring: a mutex, and a fresh copy of every write.
-type mutexRing struct {
-	mu          sync.Mutex
-	data        [][]byte
-	read, write int
-	full        bool
-}
-
-func (rb *mutexRing) put(val []byte) {
-	rb.mu.Lock()
-	if rb.full {
-		rb.read = (rb.read + 1) % len(rb.data)
-	}
-	c := make([]byte, len(val))
-	copy(c, val)
-	rb.data[rb.write] = c
-	rb.write = (rb.write + 1) % len(rb.data)
-	rb.full = rb.read == rb.write
-	rb.mu.Unlock()
-}
-
-func (rb *mutexRing) get() ([]byte, bool) {
-	rb.mu.Lock()
-	defer rb.mu.Unlock()
-	if !rb.full && rb.read == rb.write {
-		return nil, false
-	}
-	v := rb.data[rb.read]
-	rb.read = (rb.read + 1) % len(rb.data)
-	rb.full = false
-	return v, true
-}
-
 func ringMutex(b *testing.B) {
-	r := &mutexRing{data: make([][]byte, ringSlots)}
+	r := memtest.NewMutexRing(ringSlots)
 	rec := make([]byte, ringRecord)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		for i := range ringOps {
 			rec[0] = byte(i)
-			r.put(rec)
-			r.get()
+			r.Write(rec)
+			r.Read()
 		}
 	}
 }

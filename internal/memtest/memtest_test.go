@@ -60,3 +60,20 @@ func TestPanicOf(t *testing.T) {
 		t.Fatalf("PanicOf of a normal return = %q", got)
 	}
 }
+
+func TestMutexRing_OverwritesOldestAndCopies(t *testing.T) {
+	r := NewMutexRing(2)
+	rec := []byte{1}
+	r.Write(rec)
+	rec[0] = 2 // the ring keeps its own copy
+	r.Write(rec)
+	r.Write([]byte{3}) // full: drops 1
+	for _, want := range []byte{2, 3} {
+		if v, ok := r.Read(); !ok || v[0] != want {
+			t.Fatalf("Read = %v, %v; want [%d]", v, ok, want)
+		}
+	}
+	if v, ok := r.Read(); ok {
+		t.Fatalf("Read of an empty ring = %v", v)
+	}
+}

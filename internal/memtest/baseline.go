@@ -1,0 +1,44 @@
+package memtest
+
+import "sync"
+
+// MutexRing is the ring buffer go-slab's users write by hand (see the seed
+// write-up): a mutex around a slice of slots, with a fresh copy of every
+// record written, overwriting the oldest when full. It is the baseline
+// ringbuf's benchmarks compare with, not something to use.
+type MutexRing struct {
+	mu          sync.Mutex
+	data        [][]byte
+	read, write int
+	full        bool
+}
+
+// NewMutexRing returns a MutexRing of n slots.
+func NewMutexRing(n int) *MutexRing { return &MutexRing{data: make([][]byte, n)} }
+
+// Write stores a copy of val, dropping the oldest record if the ring is full.
+func (rb *MutexRing) Write(val []byte) {
+	rb.mu.Lock()
+	if rb.full {
+		rb.read = (rb.read + 1) % len(rb.data)
+	}
+	c := make([]byte, len(val))
+	copy(c, val)
+	rb.data[rb.write] = c
+	rb.write = (rb.write + 1) % len(rb.data)
+	rb.full = rb.read == rb.write
+	rb.mu.Unlock()
+}
+
+// Read returns the oldest record, or false if the ring is empty.
+func (rb *MutexRing) Read() ([]byte, bool) {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	if !rb.full && rb.read == rb.write {
+		return nil, false
+	}
+	v := rb.data[rb.read]
+	rb.read = (rb.read + 1) % len(rb.data)
+	rb.full = false
+	return v, true
+}
