@@ -419,17 +419,9 @@ func (a *Arena) lookup(p uintptr) *slab {
 	if s := a.last; s != nil && p-s.base < uintptr(a.slabSize) {
 		return s
 	}
-	// The last slab whose base is <= p, by binary search.
+	// The last slab whose base is <= p.
 	idx := a.index
-	lo, hi := 0, len(idx)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if idx[m].base <= p {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
+	lo := sort.Search(len(idx), func(i int) bool { return idx[i].base > p })
 	if lo == 0 || p-idx[lo-1].base >= uintptr(a.slabSize) {
 		return nil
 	}

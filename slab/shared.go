@@ -165,15 +165,8 @@ func (sh *Shared) shardOf(buf []byte) *shard {
 		return nil
 	}
 	idx := *sh.index.Load()
-	lo, hi := 0, len(idx)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if idx[m].base <= p {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
+	// The last slab whose base is <= p.
+	lo := sort.Search(len(idx), func(i int) bool { return idx[i].base > p })
 	if lo == 0 || p-idx[lo-1].base >= uintptr(sh.slabSize) {
 		return nil
 	}
