@@ -4,10 +4,15 @@
 // each safe by default, measured against the pools Go programs use today,
 // and reporting the same statistics.
 //
-// This package holds no allocator. It defines the statistics vocabulary
-// every allocator reports in — [Stats], [ClassStats] and [StatsSource] — so
-// that one Prometheus collector, one expvar variable and one debug page
-// serve them all. The allocators live in subpackages:
+// This package holds no allocator. It names the statistics vocabulary every
+// allocator reports in — [Stats], [ClassStats] and [StatsSource], defined in
+// the leaf package [github.com/memkit/memkit/stats] — and serves it: [Publish]
+// makes an allocator an expvar variable and lists it on the debug page that
+// [Handler] serves, and github.com/memkit/memkit/prom exports it to
+// Prometheus. The allocators import the leaf package, not this one, so a
+// program that only allocates links neither net/http nor expvar (importing
+// this package links both, and expvar registers /debug/vars on
+// http.DefaultServeMux). The allocators live in subpackages:
 //
 //	package   what                                     goroutine-safe     zeroed        memory
 //	bytepool  size-class []byte pool, per-goroutine     Pool yes,          WithZeroing   Go heap

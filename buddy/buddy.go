@@ -5,8 +5,8 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/offheap"
+	"github.com/memkit/memkit/stats"
 )
 
 // Allocator is a binary buddy allocator over one region of memory.
@@ -345,7 +345,7 @@ func (a *Allocator) BlockSize(n int) int {
 // The rows' ReservedBytes add up to the region; InUseBytes counts blocks at
 // their rounded size. Grows is 1 (the region), Releases 1 once closed. It
 // does not allocate once s.Classes has room for every order.
-func (a *Allocator) ReadStats(s *memkit.Stats) {
+func (a *Allocator) ReadStats(s *stats.Stats) {
 	s.Reset()
 	s.Classes = a.AppendClassStats(s.Classes)
 	for k := range a.orders {
@@ -367,13 +367,13 @@ func (a *Allocator) ReadStats(s *memkit.Stats) {
 
 // AppendClassStats appends a row per order, smallest first, to dst and
 // returns it.
-func (a *Allocator) AppendClassStats(dst []memkit.ClassStats) []memkit.ClassStats {
+func (a *Allocator) AppendClassStats(dst []stats.ClassStats) []stats.ClassStats {
 	for k := range a.orders {
 		o := &a.orders[k]
 		size := uint64(a.minBlock) << uint(k)
 		live := o.allocs - o.frees
 		idle := uint64(o.nfree)
-		dst = append(dst, memkit.ClassStats{
+		dst = append(dst, stats.ClassStats{
 			Size:          size,
 			InUseBytes:    live * size,
 			ReservedBytes: (live + idle) * size,

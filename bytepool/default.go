@@ -1,6 +1,6 @@
 package bytepool
 
-import "github.com/memkit/memkit"
+import "github.com/memkit/memkit/stats"
 
 // defaultPool serves the package-level functions: an Elastic pool with the
 // default options.
@@ -22,4 +22,4 @@ func Get(n int) []byte { return defaultPool.Get(n) }
 func Put(b []byte) { defaultPool.Put(b) }
 
 // ReadStats reads the default pool's statistics; see [Pool.ReadStats].
-func ReadStats(s *memkit.Stats) { defaultPool.ReadStats(s) }
+func ReadStats(s *stats.Stats) { defaultPool.ReadStats(s) }

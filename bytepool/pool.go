@@ -8,8 +8,8 @@ import (
 	"unsafe"
 	"weak"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/sizeclass"
+	"github.com/memkit/memkit/stats"
 )
 
 // Pool is a pool of []byte buffers in size classes.
@@ -545,7 +545,7 @@ func (p *Pool) decay() {
 // size class. It does not allocate once st.Classes has room for every class.
 // It takes each shard's lock in turn, never all at once. Counters held by
 // live Caches are included as of their last refill, spill or Release.
-func (p *Pool) ReadStats(st *memkit.Stats) {
+func (p *Pool) ReadStats(st *stats.Stats) {
 	st.Reset()
 	st.Classes = p.AppendClassStats(st.Classes)
 	regionSlabs := 0
@@ -588,9 +588,9 @@ func (p *Pool) ReadStats(st *memkit.Stats) {
 }
 
 // AppendClassStats appends a row per size class to dst and returns it.
-func (p *Pool) AppendClassStats(dst []memkit.ClassStats) []memkit.ClassStats {
+func (p *Pool) AppendClassStats(dst []stats.ClassStats) []stats.ClassStats {
 	for c, size := range p.sizes {
-		row := memkit.ClassStats{Size: uint64(size)}
+		row := stats.ClassStats{Size: uint64(size)}
 		var heapLive uint64
 		for i := range p.shards {
 			s := &p.shards[i]

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"unsafe"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/offheap"
+	"github.com/memkit/memkit/stats"
 )
 
 // Allocator is an exact-size range allocator over blocks of memory, with
@@ -465,7 +465,7 @@ func (a *Allocator) Close() {
 }
 
 // FreeStats describes an allocator's free memory: how much there is and
-// how fragmented it is. It complements [memkit.Stats], which has no fields
+// how fragmented it is. It complements [stats.Stats], which has no fields
 // for free ranges.
 //
 // FreeStats is a plain value; it may be copied. A zero FreeStats is an
@@ -504,7 +504,7 @@ func (a *Allocator) ReadFreeStats(s *FreeStats) {
 // by one call; partial frees make it undercount. Grows and Releases count
 // blocks reserved and given back. There are no class rows. It does not
 // allocate.
-func (a *Allocator) ReadStats(s *memkit.Stats) {
+func (a *Allocator) ReadStats(s *stats.Stats) {
 	s.Reset()
 	s.ReservedBytes = a.reserved
 	s.InUseBytes = a.reserved - a.free

@@ -3,7 +3,7 @@ package extent
 import (
 	"sync"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 )
 
 // Shared is an [Allocator] behind a mutex, for programs that allocate on
@@ -77,7 +77,7 @@ func (s *Shared) Close() {
 }
 
 // ReadStats is [Allocator.ReadStats] under the lock.
-func (s *Shared) ReadStats(st *memkit.Stats) {
+func (s *Shared) ReadStats(st *stats.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.a.ReadStats(st)

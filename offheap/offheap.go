@@ -6,7 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 )
 
 // mapping is one live Alloc: its start and mapped length. The pointer is to
@@ -185,7 +185,7 @@ func Release(b []byte) error {
 // Allocs and Frees the calls that succeeded, Failures the mappings the OS
 // refused, Releases the Release calls, BadFrees the rejected Frees. Grows
 // equals Allocs. It does not allocate and takes one short lock.
-func ReadStats(s *memkit.Stats) {
+func ReadStats(s *stats.Stats) {
 	s.Reset()
 	table.mu.Lock()
 	defer table.mu.Unlock()

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 )
 
 // Ring is a bounded queue of records in fixed-size slots, for any number of
@@ -442,7 +442,7 @@ func (r *Ring) Dropped() uint64 { return r.dropped.Load() }
 // records in the ring, and Failures writes refused by [Reject] or given up
 // by [Block]. ReservedBytes is the ring's memory, allocated once at New.
 // Classes holds one row, for the slot size.
-func (r *Ring) ReadStats(st *memkit.Stats) {
+func (r *Ring) ReadStats(st *stats.Stats) {
 	st.Reset()
 	h := r.head.Load()
 	t := r.tail.Load()
@@ -455,7 +455,7 @@ func (r *Ring) ReadStats(st *memkit.Stats) {
 	st.Frees = h - r.start
 	st.Failures = r.rejected.Load()
 	st.Grows = 1
-	st.Classes = append(st.Classes, memkit.ClassStats{
+	st.Classes = append(st.Classes, stats.ClassStats{
 		Size:          size,
 		InUseBytes:    st.InUseBytes,
 		ReservedBytes: st.ReservedBytes,

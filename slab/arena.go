@@ -7,7 +7,7 @@ import (
 	"sort"
 	"unsafe"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 )
 
 // Arena is a slab allocator of reference-counted byte chunks in size
@@ -799,13 +799,13 @@ func (a *Arena) NextLoc(buf []byte) Loc {
 // class row's Releases counts the chunks of the slabs it released.
 // Failures counts Alloc and TryAlloc calls that returned nothing; BadFrees
 // counts DecRef and LocDecRef calls that panicked.
-func (a *Arena) ReadStats(st *memkit.Stats) {
+func (a *Arena) ReadStats(st *stats.Stats) {
 	st.Reset()
 	for c := range a.classes {
 		cl := &a.classes[c]
 		live := cl.allocs - cl.frees
 		size := uint64(cl.size)
-		st.Classes = append(st.Classes, memkit.ClassStats{
+		st.Classes = append(st.Classes, stats.ClassStats{
 			Size:          size,
 			InUseBytes:    live * size,
 			ReservedBytes: uint64(cl.slabs) * uint64(a.slabSize),

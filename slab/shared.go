@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 )
 
 // Shared is an [Arena] that many goroutines use at once: the same methods,
@@ -48,7 +48,7 @@ type Shared struct {
 	badFrees atomic.Uint64               // DecRefs of buffers in no shard
 
 	statsMu sync.Mutex
-	scratch memkit.Stats
+	scratch stats.Stats
 }
 
 // slabOwner is an entry of Shared.index: which shard holds the slab at
@@ -387,7 +387,7 @@ func (sh *Shared) NextLoc(buf []byte) Loc {
 // chunk class. It locks one shard at a time, so the snapshot is
 // consistent per shard, not across shards. It does not allocate once
 // st.Classes has room for every class.
-func (sh *Shared) ReadStats(st *memkit.Stats) {
+func (sh *Shared) ReadStats(st *stats.Stats) {
 	sh.statsMu.Lock()
 	defer sh.statsMu.Unlock()
 	for k := range sh.shards {

@@ -1,10 +1,10 @@
-package memkit_test
+package stats_test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 )
 
 func TestFormatBytes(t *testing.T) {
@@ -15,15 +15,15 @@ func TestFormatBytes(t *testing.T) {
 		{0, "0B"}, {1023, "1023B"}, {1024, "1KiB"}, {1536, "1.5KiB"},
 		{1 << 20, "1MiB"}, {5 << 30, "5GiB"}, {1<<40 + 1<<39, "1.5TiB"},
 	} {
-		if got := memkit.FormatBytes(tc.n); got != tc.want {
+		if got := stats.FormatBytes(tc.n); got != tc.want {
 			t.Errorf("FormatBytes(%d) = %q; want %q", tc.n, got, tc.want)
 		}
 	}
 }
 
 func TestStats_AddMergesClassesBySize(t *testing.T) {
-	a := memkit.Stats{Allocs: 1, InUseBytes: 64, Classes: []memkit.ClassStats{{Size: 64, Allocs: 1}, {Size: 256, Allocs: 2}}}
-	b := memkit.Stats{Allocs: 2, BadFrees: 1, Classes: []memkit.ClassStats{{Size: 128, Allocs: 5}, {Size: 256, Allocs: 3}, {Size: 512, Allocs: 1}}}
+	a := stats.Stats{Allocs: 1, InUseBytes: 64, Classes: []stats.ClassStats{{Size: 64, Allocs: 1}, {Size: 256, Allocs: 2}}}
+	b := stats.Stats{Allocs: 2, BadFrees: 1, Classes: []stats.ClassStats{{Size: 128, Allocs: 5}, {Size: 256, Allocs: 3}, {Size: 512, Allocs: 1}}}
 	a.Add(&b)
 	if a.Allocs != 3 || a.BadFrees != 1 || a.InUseBytes != 64 {
 		t.Fatalf("totals %+v", a)
@@ -36,7 +36,7 @@ func TestStats_AddMergesClassesBySize(t *testing.T) {
 }
 
 func TestStats_ResetKeepsCapacity(t *testing.T) {
-	s := memkit.Stats{Allocs: 5, Classes: make([]memkit.ClassStats, 3, 8)}
+	s := stats.Stats{Allocs: 5, Classes: make([]stats.ClassStats, 3, 8)}
 	s.Reset()
 	if s.Allocs != 0 || len(s.Classes) != 0 || cap(s.Classes) != 8 {
 		t.Fatalf("after Reset: %+v cap %d", s, cap(s.Classes))
@@ -44,10 +44,10 @@ func TestStats_ResetKeepsCapacity(t *testing.T) {
 }
 
 func ExampleStats_String() {
-	s := memkit.Stats{
+	s := stats.Stats{
 		InUseBytes: 4096, ReservedBytes: 8192, LiveObjects: 1,
 		Allocs: 3, Frees: 2, Grows: 2,
-		Classes: []memkit.ClassStats{{Size: 4096, InUseBytes: 4096, ReservedBytes: 8192,
+		Classes: []stats.ClassStats{{Size: 4096, InUseBytes: 4096, ReservedBytes: 8192,
 			LiveObjects: 1, IdleObjects: 1, Allocs: 3, Frees: 2, Grows: 2}},
 	}
 	fmt.Print(s.String())

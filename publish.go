@@ -1,0 +1,123 @@
+package memkit
+
+import (
+	"encoding/json"
+	"expvar"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// registry holds the published allocators by name.
+var registry struct {
+	mu    sync.RWMutex
+	srcs  map[string]StatsSource
+	names []string // sorted
+	// vars holds the expvar variables this package created, by name. An
+	// expvar variable cannot be removed, so a name published again after
+	// Unpublish reuses its variable.
+	vars map[string]bool
+}
+
+// Publish makes src visible under name to every observer memkit offers:
+//
+//   - an [expvar] variable called name, whose value is src's [Stats] as a
+//     JSON object, served with the rest of expvar at /debug/vars;
+//   - the debug page and JSON of [Handler];
+//   - exporters that walk the published allocators with [Do], such as the
+//     Prometheus collector in github.com/memkit/memkit/prom.
+//
+// Every read of the variable calls src.ReadStats, so the figures are live.
+// Publish panics, as expvar.Publish does, if name is empty, if src is nil,
+// or if name is already published or is taken by another expvar variable:
+// names are global to the process, so prefix them, as in "memkit.uploads".
+//
+// Publishing keeps src reachable; call [Unpublish] when the allocator's
+// life ends.
+func Publish(name string, src StatsSource) {
+	if name == "" {
+		panic("memkit: Publish with an empty name")
+	}
+	if src == nil {
+		panic(fmt.Sprintf("memkit: Publish of %q with a nil StatsSource", name))
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if _, dup := registry.srcs[name]; dup {
+		panic(fmt.Sprintf("memkit: Publish of %q: name already published", name))
+	}
+	if !registry.vars[name] {
+		if expvar.Get(name) != nil {
+			panic(fmt.Sprintf("memkit: Publish of %q: an expvar variable of that name exists", name))
+		}
+		expvar.Publish(name, statsVar(name))
+		if registry.vars == nil {
+			registry.vars = make(map[string]bool)
+		}
+		registry.vars[name] = true
+	}
+	if registry.srcs == nil {
+		registry.srcs = make(map[string]StatsSource)
+	}
+	registry.srcs[name] = src
+	i := sort.SearchStrings(registry.names, name)
+	registry.names = append(registry.names, "")
+	copy(registry.names[i+1:], registry.names[i:])
+	registry.names[i] = name
+}
+
+// Unpublish removes the allocator published under name and reports whether
+// there was one. Its expvar variable stays (expvar cannot remove one) and
+// reads as null until name is published again.
+func Unpublish(name string) bool {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if _, ok := registry.srcs[name]; !ok {
+		return false
+	}
+	delete(registry.srcs, name)
+	i := sort.SearchStrings(registry.names, name)
+	registry.names = append(registry.names[:i], registry.names[i+1:]...)
+	return true
+}
+
+// Lookup returns the allocator published under name, or nil.
+func Lookup(name string) StatsSource {
+	registry.mu.RLock()
+	defer registry.mu.RUnlock()
+	return registry.srcs[name]
+}
+
+// Do calls f for each published allocator, in name order. The set is read
+// once before the first call, so f may call Publish and Unpublish.
+func Do(f func(name string, src StatsSource)) {
+	registry.mu.RLock()
+	names := make([]string, len(registry.names))
+	srcs := make([]StatsSource, len(registry.names))
+	for i, n := range registry.names {
+		names[i], srcs[i] = n, registry.srcs[n]
+	}
+	registry.mu.RUnlock()
+	for i := range names {
+		f(names[i], srcs[i])
+	}
+}
+
+// statsVar is the expvar variable of a published name: it reads the
+// allocator published under that name now, or null.
+type statsVar string
+
+// String returns the stats as JSON, as the expvar.Var interface requires.
+func (v statsVar) String() string {
+	src := Lookup(string(v))
+	if src == nil {
+		return "null"
+	}
+	var s Stats
+	src.ReadStats(&s)
+	b, err := json.Marshal(&s)
+	if err != nil { // Stats holds only integers; this cannot happen.
+		panic("memkit: encoding stats: " + err.Error())
+	}
+	return string(b)
+}

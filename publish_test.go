@@ -1,0 +1,250 @@
+package memkit_test
+
+import (
+	"encoding/json"
+	"expvar"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/e2e"
+	"github.com/memkit/memkit/internal/memtest"
+)
+
+// fakeSource reports a fixed snapshot.
+type fakeSource struct{ s memkit.Stats }
+
+func (f *fakeSource) ReadStats(s *memkit.Stats) {
+	classes := append(s.Classes[:0], f.s.Classes...)
+	*s = f.s
+	s.Classes = classes
+}
+
+func threeClasses() *fakeSource {
+	return &fakeSource{memkit.Stats{
+		InUseBytes: 4096 + 3*1024, ReservedBytes: 16384, LiveObjects: 4, Allocs: 10, Frees: 6, BadFrees: 1,
+		Classes: []memkit.ClassStats{
+			{Size: 512, ReservedBytes: 2048, IdleObjects: 4, Allocs: 2, Frees: 2},
+			{Size: 1024, InUseBytes: 3072, ReservedBytes: 4096, LiveObjects: 3, IdleObjects: 1, Allocs: 5, Frees: 2},
+			{Size: 4096, InUseBytes: 4096, ReservedBytes: 10240, LiveObjects: 1, Allocs: 3, Frees: 2},
+		},
+	}}
+}
+
+func TestPublish_ExpvarReadsLiveStats(t *testing.T) {
+	src := threeClasses()
+	memkit.Publish("memkit.test.expvar", src)
+	t.Cleanup(func() { memkit.Unpublish("memkit.test.expvar") })
+
+	v := expvar.Get("memkit.test.expvar")
+	if v == nil {
+		t.Fatal("no expvar variable after Publish")
+	}
+	var got memkit.Stats
+	if err := json.Unmarshal([]byte(v.String()), &got); err != nil {
+		t.Fatalf("expvar value %s: %v", v.String(), err)
+	}
+	if !reflect.DeepEqual(got, src.s) {
+		t.Fatalf("expvar value %+v; want %+v", got, src.s)
+	}
+	src.s.Allocs = 11 // live: the next read sees it
+	if err := json.Unmarshal([]byte(v.String()), &got); err != nil || got.Allocs != 11 {
+		t.Fatalf("after a change: %+v, %v", got, err)
+	}
+
+	if !memkit.Unpublish("memkit.test.expvar") {
+		t.Fatal("Unpublish of a published name returned false")
+	}
+	if memkit.Unpublish("memkit.test.expvar") {
+		t.Fatal("second Unpublish returned true")
+	}
+	if s := v.String(); s != "null" {
+		t.Fatalf("unpublished variable reads %s; want null", s)
+	}
+	memkit.Publish("memkit.test.expvar", src) // the name can be used again
+	if memkit.Lookup("memkit.test.expvar") != src {
+		t.Fatal("Lookup after republishing")
+	}
+}
+
+func TestPublish_Panics(t *testing.T) {
+	memkit.Publish("memkit.test.dup", threeClasses())
+	t.Cleanup(func() { memkit.Unpublish("memkit.test.dup") })
+	expvar.NewInt("memkit.test.taken")
+	for _, tc := range []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"empty", func() { memkit.Publish("", threeClasses()) }, "memkit: Publish with an empty name"},
+		{"nil", func() { memkit.Publish("memkit.test.nil", nil) }, `memkit: Publish of "memkit.test.nil" with a nil StatsSource`},
+		{"dup", func() { memkit.Publish("memkit.test.dup", threeClasses()) }, `memkit: Publish of "memkit.test.dup": name already published`},
+		{"taken", func() { memkit.Publish("memkit.test.taken", threeClasses()) }, `memkit: Publish of "memkit.test.taken": an expvar variable of that name exists`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { memtest.CheckPanic(t, tc.want, tc.f) })
+	}
+	if memkit.Lookup("memkit.test.taken") != nil || memkit.Lookup("memkit.test.nil") != nil {
+		t.Fatal("a Publish that panicked left the name published")
+	}
+}
+
+func TestDo_NameOrder(t *testing.T) {
+	for _, n := range []string{"memkit.test.order.c", "memkit.test.order.a", "memkit.test.order.b"} {
+		memkit.Publish(n, threeClasses())
+		t.Cleanup(func() { memkit.Unpublish(n) })
+	}
+	var got []string
+	memkit.Do(func(name string, _ memkit.StatsSource) {
+		if strings.HasPrefix(name, "memkit.test.order.") {
+			got = append(got, name)
+		}
+	})
+	want := []string{"memkit.test.order.a", "memkit.test.order.b", "memkit.test.order.c"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Do visited %v; want %v", got, want)
+	}
+}
+
+// debugServer publishes src as name and serves the debug page.
+func debugServer(t *testing.T, name string, src memkit.StatsSource) *httptest.Server {
+	t.Helper()
+	memkit.Publish(name, src)
+	t.Cleanup(func() { memkit.Unpublish(name) })
+	mux := http.NewServeMux()
+	mux.Handle("/debug/memkit/", memkit.Handler())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestHandler_HTMLRowPerClass(t *testing.T) {
+	src := threeClasses()
+	srv := debugServer(t, "memkit.test.page", src)
+	code, body := get(t, srv.URL+"/debug/memkit/?name=memkit.test.page")
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	if n := strings.Count(body, `class="class-row"`); n != 3 {
+		t.Fatalf("%d class rows; want 3\n%s", n, body)
+	}
+	for _, want := range []string{
+		"<h2>memkit.test.page</h2>",
+		`<meta http-equiv="refresh" content="2">`,
+		`data-size="1024"`,
+		// The largest reserved class (10 KiB) gets the full 240-pixel bar,
+		// 4 KiB in use of it 96 pixels.
+		`<rect class="track" x="0" y="0" width="240" height="12"/><rect class="reserved" x="0" y="0" width="240" height="12"/><rect class="inuse" x="0" y="0" width="96" height="12"/>`,
+		`<td class="bad">1</td>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "http://") || strings.Contains(body, "https://") || strings.Contains(body, "<script") {
+		t.Error("page references an external asset or a script")
+	}
+
+	_, body = get(t, srv.URL+"/debug/memkit/?name=memkit.test.page&refresh=0")
+	if strings.Contains(body, `http-equiv="refresh"`) {
+		t.Error("refresh=0 still reloads")
+	}
+	if code, _ := get(t, srv.URL+"/debug/memkit/?refresh=soon"); code != http.StatusBadRequest {
+		t.Errorf("refresh=soon: status %d; want 400", code)
+	}
+	if code, body := get(t, srv.URL+"/debug/memkit/?name=nope"); code != http.StatusNotFound ||
+		!strings.Contains(body, `no allocator is published as "nope"`) {
+		t.Errorf("unknown name: %d %q", code, body)
+	}
+}
+
+func TestHandler_JSON(t *testing.T) {
+	src := threeClasses()
+	srv := debugServer(t, "memkit.test.json", src)
+	code, body := get(t, srv.URL+"/debug/memkit/?format=json&name=memkit.test.json")
+	if code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	var got map[string]memkit.Stats
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	if len(got) != 1 || !reflect.DeepEqual(got["memkit.test.json"], src.s) {
+		t.Fatalf("JSON %+v; want only memkit.test.json = %+v", got, src.s)
+	}
+}
+
+// TestHandler_Chromium renders the page of a real pool in headless Chromium
+// and checks what a person would see: a non-blank page, and in the DOM the
+// browser built, one row per size class.
+func TestHandler_Chromium(t *testing.T) {
+	e2e.Chromium(t)
+	p, err := bytepool.New(bytepool.WithMaxSize(64 << 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held [][]byte
+	for _, n := range []int{100, 1000, 1000, 5000, 20000, 60000} {
+		held = append(held, p.Get(n))
+	}
+	p.Put(held[0])
+	var s memkit.Stats
+	p.ReadStats(&s)
+	srv := debugServer(t, "memkit.test.chromium", p)
+	url := srv.URL + "/debug/memkit/?refresh=0&name=memkit.test.chromium"
+
+	dom := e2e.DumpDOM(t, url)
+	if n := strings.Count(dom, `class="class-row"`); n != len(s.Classes) {
+		t.Fatalf("DOM has %d class rows; want %d (one per class)", n, len(s.Classes))
+	}
+	if !strings.Contains(dom, "<svg") {
+		t.Fatal("DOM has no SVG bars")
+	}
+	img := e2e.Screenshot(t, url, 1000, 800)
+	ink, colours := e2e.Ink(img)
+	if ink < 0.02 || colours < 4 {
+		t.Fatalf("screenshot looks blank: %.3f of pixels inked, %d colours", ink, colours)
+	}
+	for _, b := range held[1:] {
+		p.Put(b)
+	}
+}
+
+// Publish an allocator and serve its stats: as an expvar variable at
+// /debug/vars and on memkit's debug page.
+func ExamplePublish() {
+	pool, err := bytepool.New()
+	if err != nil {
+		panic(err)
+	}
+	memkit.Publish("memkit.example.uploads", pool)
+	defer memkit.Unpublish("memkit.example.uploads")
+
+	buf := pool.Get(1000)
+	var s memkit.Stats
+	json.Unmarshal([]byte(expvar.Get("memkit.example.uploads").String()), &s)
+	fmt.Println("live objects:", s.LiveObjects, "in use:", memkit.FormatBytes(s.InUseBytes))
+	pool.Put(buf)
+
+	// In a server: http.Handle("/debug/memkit/", memkit.Handler())
+	// Output: live objects: 1 in use: 1KiB
+}
