@@ -24,7 +24,9 @@ const benchUsage = `usage: memkit bench [flags]
 Runs every workload against memkit and the allocators it is compared with,
 and prints, per workload, each implementation's ns/op, B/op, allocs/op,
 extra metrics, and its ns/op as a ratio of memkit's. Benchmarks are named
-Workload/param/impl=name, e.g. GetPut/size=4KiB/impl=syncpool.
+Workload/param/impl=name, e.g. GetPut/size=4KiB/impl=syncpool. With
+--html FILE it also writes FILE, a self-contained HTML report: a bar chart
+of ns/op and allocs/op per workload, the machine and the command line.
 
 flags:
 `
@@ -36,6 +38,7 @@ type benchConfig struct {
 	benchtime string
 	format    string // table, bench or json
 	progress  bool
+	html      string // --html: where to write the HTML report, if anywhere
 }
 
 func parseBenchFlags(stdout io.Writer, args []string) (*benchConfig, error) {
@@ -47,6 +50,7 @@ func parseBenchFlags(stdout io.Writer, args []string) (*benchConfig, error) {
 	format := fs.String("format", "table", "output `format`: table, bench (Go benchmark text, for benchstat) or json")
 	jsonOut := fs.Bool("json", false, "same as --format json")
 	noProgress := fs.Bool("no-progress", false, "do not draw a progress bar on stderr")
+	html := fs.String("html", "", "also write an HTML report with a chart per workload to `file`")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, benchUsage)
@@ -78,7 +82,12 @@ func parseBenchFlags(stdout io.Writer, args []string) (*benchConfig, error) {
 	if *format != "table" && *format != "bench" && *format != "json" {
 		return nil, usagef("bench: --format %q: want table, bench or json", *format)
 	}
-	return &benchConfig{filter: re, count: *count, benchtime: *benchtime, format: *format, progress: !*noProgress}, nil
+	if *html != "" {
+		if err := checkHTMLPath(*html); err != nil {
+			return nil, usagef("bench: --html: %v", err)
+		}
+	}
+	return &benchConfig{filter: re, count: *count, benchtime: *benchtime, format: *format, progress: !*noProgress, html: *html}, nil
 }
 
 // checkBenchtime accepts what go test's -benchtime does: a positive
@@ -142,11 +151,16 @@ func runBench(stdout, stderr io.Writer, args []string) error {
 	}
 	switch cfg.format {
 	case "bench":
-		return writeBench(stdout, e, results)
+		err = writeBench(stdout, e, results)
 	case "json":
-		return writeJSON(stdout, e, results)
+		err = writeJSON(stdout, e, results)
+	default:
+		err = writeTable(stdout, e, results)
 	}
-	return writeTable(stdout, e, results)
+	if err != nil || cfg.html == "" {
+		return err
+	}
+	return writeHTMLFile(cfg.html, args, e, results)
 }
 
 // result is one bench's measurements: a testing.BenchmarkResult per run.

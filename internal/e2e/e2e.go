@@ -70,7 +70,13 @@ func runChromium(t testing.TB, args ...string) []byte {
 	cmd := exec.CommandContext(ctx, bin, append(all, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Chromium's helper processes may hold the output pipes open after the
+	// browser process is killed; do not wait on them for long.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("timed out after a minute: %w", err)
+		}
 		t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 2000))
 	}
 	return stdout.Bytes()

@@ -1,0 +1,362 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memkit/memkit/internal/e2e"
+)
+
+// report is what the tests read from an HTML report.
+type report struct {
+	charts   int               // <svg class="chart"> elements
+	svgTexts []string          // the text of every <text> in them
+	byID     map[string]string // the text of each element with an id
+	rows     map[string]int    // <tr> rows in each section's table, by section id
+}
+
+// xmlNamespaces are the only URLs a report may hold: SVG's namespace
+// names, which are never fetched.
+var xmlNamespaces = map[string]bool{
+	"http://www.w3.org/2000/svg":   true,
+	"http://www.w3.org/1999/xlink": true,
+}
+
+// parseReport checks that page is well-formed XML that loads nothing from
+// elsewhere (no script, link, img, iframe, object or embed element, no src
+// attribute, no href but to an anchor in the page, no URL but the SVG
+// namespaces, no CSS url() but data:), and returns what it holds.
+func parseReport(t *testing.T, page string) report {
+	t.Helper()
+	for _, u := range regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^\s"'<>)]*`).FindAllString(page, -1) {
+		if !xmlNamespaces[u] {
+			t.Errorf("report refers to %s", u)
+		}
+	}
+	for _, m := range regexp.MustCompile(`url\(\s*["']?([a-z]*)`).FindAllStringSubmatch(page, -1) {
+		if m[1] != "data" {
+			t.Errorf("CSS url() of other than data: %q", m[0])
+		}
+	}
+	rep := report{byID: map[string]string{}, rows: map[string]int{}}
+	d := xml.NewDecoder(strings.NewReader(page))
+	type open struct {
+		id      string
+		text    strings.Builder
+		svgText bool
+	}
+	var stack []*open
+	section := ""
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("report is not well-formed: %v", err)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			o := &open{svgText: tok.Name.Local == "text"}
+			for _, a := range tok.Attr {
+				switch {
+				case a.Name.Local == "id":
+					o.id = a.Value
+				case a.Name.Local == "src":
+					t.Errorf("<%s src=%q>", tok.Name.Local, a.Value)
+				case a.Name.Local == "href" && !strings.HasPrefix(a.Value, "#"):
+					t.Errorf("<%s href=%q>", tok.Name.Local, a.Value)
+				case a.Name.Local == "class" && tok.Name.Local == "svg" && a.Value == "chart":
+					rep.charts++
+				}
+			}
+			switch tok.Name.Local {
+			case "script", "link", "img", "iframe", "object", "embed", "base":
+				t.Errorf("report has a <%s> element", tok.Name.Local)
+			case "section":
+				section = o.id
+			case "tr":
+				rep.rows[section]++
+			}
+			stack = append(stack, o)
+		case xml.CharData:
+			for _, o := range stack {
+				o.text.Write(tok)
+			}
+		case xml.EndElement:
+			o := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if o.id != "" {
+				rep.byID[o.id] = o.text.String()
+			}
+			if o.svgText {
+				rep.svgTexts = append(rep.svgTexts, o.text.String())
+			}
+		}
+	}
+	return rep
+}
+
+// checkMachine checks the report's machine line against this machine.
+func checkMachine(t *testing.T, rep report) {
+	t.Helper()
+	line := rep.byID["machine"]
+	for _, want := range []string{
+		"goos: " + runtime.GOOS, "goarch: " + runtime.GOARCH, "cpu: " + cpuModel(),
+		"go: " + runtime.Version(), fmt.Sprintf("GOMAXPROCS: %d", runtime.GOMAXPROCS(0)),
+	} {
+		if !strings.Contains(line, want) {
+			t.Errorf("machine line %q lacks %q", line, want)
+		}
+	}
+}
+
+func TestRun_HTML(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.html")
+	args := []string{"bench", "--filter", "GetPut/size=(64B|4KiB)/impl=(memkit|make|syncpool)$", "--benchtime", "10x", "--no-progress", "--html", path}
+	out, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The normal output is still there.
+	if !strings.Contains(out, "\nGetPut/size=4KiB\n") || !strings.Contains(out, "goos: ") {
+		t.Errorf("no table on stdout:\n%s", out)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := parseReport(t, string(data))
+	if rep.charts != 2 {
+		t.Errorf("%d charts, want one per workload, 2", rep.charts)
+	}
+	for _, wl := range []string{"GetPut/size=64B", "GetPut/size=4KiB"} {
+		found := false
+		for _, s := range rep.svgTexts {
+			found = found || s == wl
+		}
+		if !found {
+			t.Errorf("no chart titled %s; chart texts: %q", wl, rep.svgTexts)
+		}
+	}
+	checkMachine(t, rep)
+	if run := rep.byID["run"]; !strings.Contains(run, "benchtime: 10x") || !strings.Contains(run, "count: 1") {
+		t.Errorf("run line %q lacks benchtime or count", run)
+	}
+	wantCmd := `memkit bench --filter 'GetPut/size=(64B|4KiB)/impl=(memkit|make|syncpool)$' --benchtime 10x --no-progress --html ` + path
+	if got := rep.byID["command"]; got != wantCmd {
+		t.Errorf("command line\n%s\nwant\n%s", got, wantCmd)
+	}
+	for _, id := range []string{"w1", "w2"} {
+		if rep.rows[id] != 4 { // the header and 3 impls
+			t.Errorf("section %s has %d table rows, want 4", id, rep.rows[id])
+		}
+	}
+}
+
+func TestRun_HTMLErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, path := range []string{filepath.Join(dir, "no-such-dir", "r.html"), filepath.Join(dir, "file", "r.html")} {
+		if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		_, err := runCLI(t, "bench", "--filter", "GetPut/size=64B/impl=memkit$", "--html", path)
+		if err == nil || !strings.Contains(err.Error(), "--html") || !errors.As(err, new(usageError)) {
+			t.Errorf("--html %s: error %v, want a usage error about --html", path, err)
+		}
+	}
+	out, err := runCLI(t, "bench", "-h")
+	if err != nil || !strings.Contains(out, "-html file") {
+		t.Errorf("bench -h does not document --html: %v\n%s", err, out)
+	}
+}
+
+// fakeResults makes results of one run each: per workload, an impl per
+// entry of ns, with ns[i] ns/op and allocs[i] allocs/op.
+func fakeResults(workloads []string, impls []string, ns, allocs []float64) []result {
+	const n = 1000
+	var rs []result
+	for _, wl := range workloads {
+		for i, im := range impls {
+			rs = append(rs, result{
+				bench: &bench{workload: wl, impl: im},
+				runs: []testing.BenchmarkResult{{
+					N: n, T: time.Duration(ns[i] * n),
+					MemAllocs: uint64(allocs[i] * n), MemBytes: uint64(allocs[i] * 64 * n),
+				}},
+			})
+		}
+	}
+	return rs
+}
+
+func fakeEnv() env {
+	return env{GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPU: cpuModel(), Go: runtime.Version(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0), Date: "2025-01-02T03:04:05Z", Benchtime: "1s", Count: 1}
+}
+
+// TestWriteHTML_Shapes renders charts that are easy to get wrong: many
+// impls (rotated labels), one impl, all-zero values, no memkit, names that
+// need escaping.
+func TestWriteHTML_Shapes(t *testing.T) {
+	many := []string{"memkit", "memkit-cache", "memkit-bounded", "make", "syncpool", "mcache", "bytebufferpool", "libp2p", "grpc", "chan-only", "a-rather-long-impl-name", "x"}
+	seq := func(n int, f func(i int) float64) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = f(i)
+		}
+		return v
+	}
+	var rs []result
+	rs = append(rs, fakeResults([]string{"Many/size=64B"}, many,
+		seq(len(many), func(i int) float64 { return float64(10 + 1000*i*i) }),
+		seq(len(many), func(i int) float64 { return float64(i % 3) }))...)
+	rs = append(rs, fakeResults([]string{"One"}, []string{"memkit"}, []float64{5}, []float64{0})...)
+	rs = append(rs, fakeResults([]string{"Zero"}, []string{"memkit", "make"}, []float64{0, 0}, []float64{0, 0})...)
+	rs = append(rs, fakeResults([]string{`Esc/<a&b>"'`}, []string{"make", `<i>&"'`}, []float64{1e9, 0.5}, []float64{0.001, 2})...)
+	var b bytes.Buffer
+	if err := writeHTML(&b, commandLine([]string{"--filter", `<&>"'`}), fakeEnv(), rs); err != nil {
+		t.Fatal(err)
+	}
+	rep := parseReport(t, b.String())
+	if rep.charts != 4 {
+		t.Errorf("%d charts, want 4", rep.charts)
+	}
+	checkMachine(t, rep)
+	if got, want := rep.byID["command"], `memkit bench --filter '<&>"'\'''`; got != want {
+		t.Errorf("command line %q, want %q", got, want)
+	}
+	texts := strings.Join(rep.svgTexts, "\n")
+	for _, want := range []string{`Esc/<a&b>"'`, `<i>&"'`, "a-rather-long-impl-name", "1000000000", "0.5", "120k"} {
+		if !strings.Contains(texts, want) {
+			t.Errorf("chart texts lack %q:\n%s", want, texts)
+		}
+	}
+	if strings.Contains(texts, "e+") || strings.Contains(texts, "e-") || strings.Contains(texts, "0.00\n") {
+		t.Errorf("chart texts in exponent notation or zero as 0.00:\n%s", texts)
+	}
+	if rep.rows["w1"] != len(many)+1 || rep.rows["w2"] != 2 || rep.rows["w3"] != 3 || rep.rows["w4"] != 3 {
+		t.Errorf("table rows per section: %v", rep.rows)
+	}
+}
+
+func TestFormatCount(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {1, "1"}, {1.0000015, "1"}, {1.5e-6, "0"}, {0.02, "0.02"}, {0.5, "0.5"},
+		{5.76, "5.76"}, {37.2, "37.2"}, {40, "40"}, {4096, "4096"}, {1048576, "1048576"}, {1e9, "1000000000"},
+	} {
+		if got := formatCount(tc.v); got != tc.want {
+			t.Errorf("formatCount(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "memkit bench"},
+		{[]string{"--count", "6", "--format=bench"}, "memkit bench --count 6 --format=bench"},
+		{[]string{"--filter", "GetPut/size=64B/impl=(memkit|make)$"}, "memkit bench --filter 'GetPut/size=64B/impl=(memkit|make)$'"},
+		{[]string{"--filter", "it's"}, `memkit bench --filter 'it'\''s'`},
+		{[]string{""}, "memkit bench ''"},
+	} {
+		if got := commandLine(tc.args); got != tc.want {
+			t.Errorf("commandLine(%q) = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestHTML_Chromium renders a report of two workloads of five impls in
+// headless Chromium and checks what a person would see: a chart per
+// workload in the DOM, and a screenshot that is not blank and shows
+// memkit's bars in their color.
+func TestHTML_Chromium(t *testing.T) {
+	e2e.Chromium(t) // skip before the work when there is none
+	impls := []string{"memkit", "memkit-cache", "make", "syncpool", "grpc"}
+	rs := fakeResults([]string{"GetPut/size=64B", "GetPut/size=4KiB"}, impls,
+		[]float64{40, 30, 120, 60, 80}, []float64{0, 0, 1, 0, 0.5})
+	path := filepath.Join(t.TempDir(), "report.html")
+	var b bytes.Buffer
+	if err := writeHTML(&b, commandLine([]string{"--html", path}), fakeEnv(), rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	img, dom := renderInChromium(t, (&url.URL{Scheme: "file", Path: path}).String())
+
+	if n := len(regexp.MustCompile(`<svg[^>]*class="chart"`).FindAllString(dom, -1)); n != 2 {
+		t.Errorf("DOM has %d chart <svg> elements, want 2", n)
+	}
+	if n := strings.Count(dom, "<rect") + strings.Count(dom, "<path"); n < 20 {
+		t.Errorf("DOM charts have %d shapes", n)
+	}
+	for _, want := range []string{"memkit bench report", "GOMAXPROCS: ", ">GetPut/size=4KiB</text>", "memkit bench --html "} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("DOM lacks %q", want)
+		}
+	}
+
+	if got := img.Bounds().Size(); got != (image.Point{1200, 2000}) {
+		t.Errorf("screenshot is %v, want 1200x2000", got)
+	}
+	colors, nonWhite, memkit := map[color.RGBA]bool{}, 0, 0
+	bar := implColors["memkit"]
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			colors[c] = true
+			if c.R < 0xf0 || c.G < 0xf0 || c.B < 0xf0 {
+				nonWhite++
+			}
+			if near(c, bar, 8) {
+				memkit++
+			}
+		}
+	}
+	total := img.Bounds().Dx() * img.Bounds().Dy()
+	t.Logf("screenshot: %d colors, %.1f%% not white, %d pixels of memkit's color", len(colors), 100*float64(nonWhite)/float64(total), memkit)
+	if len(colors) < 32 {
+		t.Errorf("screenshot has %d colors: blank?", len(colors))
+	}
+	if nonWhite < total/50 {
+		t.Errorf("screenshot is %.2f%% not white: blank?", 100*float64(nonWhite)/float64(total))
+	}
+	// Each memkit ns/op bar is about 40x80 px, the legend swatch 14x14.
+	if memkit < 3000 {
+		t.Errorf("%d pixels of memkit's color %v; want its bars to show", memkit, bar)
+	}
+	if t.Failed() {
+		keep := filepath.Join(os.TempDir(), "memkit-report-screenshot.png")
+		if f, err := os.Create(keep); err == nil {
+			if png.Encode(f, img) == nil && f.Close() == nil {
+				t.Logf("screenshot kept in %s", keep)
+			}
+		}
+	}
+}
+
+// near reports whether a and b differ by at most d in each channel.
+func near(a, b color.RGBA, d int) bool {
+	diff := func(x, y uint8) bool { return int(x)-int(y) <= d && int(y)-int(x) <= d }
+	return diff(a.R, b.R) && diff(a.G, b.G) && diff(a.B, b.B)
+}
