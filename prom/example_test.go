@@ -1,0 +1,95 @@
+package memkitprom_test
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/prom"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Register a collector per allocator with a registry of your own, next to
+// the Go collector, and serve it with promhttp.
+func ExampleNewCollector() {
+	pool, err := bytepool.New()
+	if err != nil {
+		panic(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		memkitprom.NewCollector("rpc_buffers", pool),
+		collectors.NewGoCollector(),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := httptest.NewServer(mux) // in a program: http.ListenAndServe
+	defer srv.Close()
+
+	for i := 0; i < 3; i++ {
+		b := pool.Get(1000)
+		pool.Put(b)
+	}
+	held := pool.Get(1000)
+	defer pool.Put(held)
+
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "memkit_allocs_total") ||
+			strings.HasPrefix(line, "memkit_live_objects") ||
+			strings.HasPrefix(line, `memkit_class_live_objects{allocator="rpc_buffers",class="1024"}`) {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// memkit_allocs_total{allocator="rpc_buffers"} 4
+	// memkit_class_live_objects{allocator="rpc_buffers",class="1024"} 1
+	// memkit_live_objects{allocator="rpc_buffers"} 1
+}
+
+// Const labels tell apart allocators that share a name, such as one pool
+// per tenant.
+func ExampleWithConstLabels() {
+	reg := prometheus.NewRegistry()
+	for _, tenant := range []string{"acme", "globex"} {
+		pool, err := bytepool.New()
+		if err != nil {
+			panic(err)
+		}
+		pool.Put(pool.Get(100))
+		reg.MustRegister(memkitprom.NewCollector("uploads", pool,
+			memkitprom.WithConstLabels(prometheus.Labels{"tenant": tenant}),
+			memkitprom.WithoutClasses(),
+		))
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "memkit_frees_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				fmt.Printf("%s=%s ", l.GetName(), l.GetValue())
+			}
+			fmt.Println(m.GetCounter().GetValue())
+		}
+	}
+	// Output:
+	// allocator=uploads tenant=acme 1
+	// allocator=uploads tenant=globex 1
+}
