@@ -588,21 +588,31 @@ func (p *Pool) ReadStats(st *stats.Stats) {
 }
 
 // AppendClassStats appends a row per size class to dst and returns it.
+// It takes each shard's lock once, for all classes, and each depot's once.
 func (p *Pool) AppendClassStats(dst []stats.ClassStats) []stats.ClassStats {
-	for c, size := range p.sizes {
-		row := stats.ClassStats{Size: uint64(size)}
-		var heapLive uint64
-		for i := range p.shards {
-			s := &p.shards[i]
-			s.lock()
-			l := &s.lists[c]
+	base := len(dst)
+	for _, size := range p.sizes {
+		dst = append(dst, stats.ClassStats{Size: uint64(size)})
+	}
+	rows := dst[base:]
+	// Until the rows are finished, ReservedBytes holds the class's heapLive
+	// summed over shards: a two's-complement sum, which a foreign buffer
+	// put back can drive below zero.
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.lock()
+		for c := range rows {
+			l, row := &s.lists[c], &rows[c]
 			row.Allocs += l.allocs
 			row.Frees += l.frees
 			row.Grows += l.grows
 			row.IdleObjects += uint64(len(l.bufs))
-			heapLive += l.heapLive
-			s.unlock()
+			row.ReservedBytes += l.heapLive
 		}
+		s.unlock()
+	}
+	for c := range rows {
+		row := &rows[c]
 		d := &p.depots[c]
 		d.mu.Lock()
 		row.Allocs += d.allocs
@@ -611,16 +621,16 @@ func (p *Pool) AppendClassStats(dst []stats.ClassStats) []stats.ClassStats {
 		row.Releases = d.releases
 		row.IdleObjects += uint64(len(d.primary) + len(d.victim))
 		d.mu.Unlock()
+		heapLive := uint64(max(int64(row.ReservedBytes), 0))
 		row.LiveObjects = sat(row.Allocs, row.Frees)
 		row.InUseBytes = row.LiveObjects * row.Size
 		if p.region != nil {
 			slabs := p.region.classSlabs(c)
 			row.Grows += uint64(slabs)
-			row.ReservedBytes = uint64(slabs)<<slabShift + uint64(max(int64(heapLive), 0))*row.Size
+			row.ReservedBytes = uint64(slabs)<<slabShift + heapLive*row.Size
 		} else {
 			row.ReservedBytes = row.InUseBytes + row.IdleObjects*row.Size
 		}
-		dst = append(dst, row)
 	}
 	return dst
 }
