@@ -4,6 +4,8 @@
 // Usage:
 //
 //	memkit bench [flags]   run the workloads and print a table (or benchstat text, or JSON)
+//	memkit binarytrees [-alloc gc|arena|typed] N
+//	                       run the benchmark game's binary-trees program
 //	memkit version         print the build's version, Go version and platform
 //
 // Every result is printed with the goos, goarch, CPU, Go version and
@@ -53,10 +55,11 @@ func usagef(format string, args ...any) error {
 const usage = `usage: memkit <command> [flags]
 
 commands:
-  bench     run the benchmarks comparing memkit with other allocators
-  version   print the version, Go version and platform
+  bench         run the benchmarks comparing memkit with other allocators
+  binarytrees   run the benchmark game's binary-trees program with new or an arena
+  version       print the version, Go version and platform
 
-Run 'memkit bench -h' for the bench flags.
+Run 'memkit bench -h' for the bench flags, 'memkit binarytrees -h' for its.
 `
 
 // run is the whole command: main only calls it, so tests can run the CLI
@@ -69,6 +72,8 @@ func run(stdout, stderr io.Writer, args []string) error {
 	switch cmd, args := args[0], args[1:]; cmd {
 	case "bench":
 		return runBench(stdout, stderr, args)
+	case "binarytrees":
+		return runBinaryTrees(stdout, stderr, args)
 	case "version":
 		if len(args) > 0 {
 			return usagef("version takes no arguments")
@@ -79,7 +84,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 		_, err := fmt.Fprint(stdout, usage)
 		return err
 	default:
-		return usagef("unknown command %q (want bench or version)", cmd)
+		return usagef("unknown command %q (want bench, binarytrees or version)", cmd)
 	}
 }
 

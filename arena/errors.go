@@ -1,0 +1,21 @@
+package arena
+
+import "errors"
+
+// ErrBudget is returned by [TryNew], [TryMakeSlice] and [Typed.TryNew] when
+// the request does not fit in the arena's [WithBudget] budget, or the
+// [WithAccount] account refused the memory. The arena is left unchanged.
+var ErrBudget = errors.New("arena: byte budget exhausted")
+
+// Panic messages, exact, so that tests and callers can match them.
+const (
+	msgNegative = "memkit/arena: negative length"
+	msgLenCap   = "memkit/arena: length greater than capacity"
+	msgTooLarge = "memkit/arena: requested size too large"
+	msgFreed    = "memkit/arena: use of freed arena"
+	msgForeign  = "memkit/arena: Put of an arena not from this pool"
+	msgClone    = "memkit/arena: Clone of a type that is not a pointer, slice or string"
+	msgPoison   = "memkit/arena: memory written after its arena was reset or freed"
+	msgNoPool   = "memkit/arena: Pool not created with NewPool"
+	msgNoTyped  = "memkit/arena: Typed not created with NewTyped"
+)

@@ -1,0 +1,80 @@
+package arena
+
+import "strconv"
+
+// Option configures an [Arena] built by [NewArena], a [Typed] built by
+// [NewTyped], or the arenas of a [Pool] built by [NewPool].
+type Option func(*config)
+
+// DefaultChunkSize is the size of the chunks an arena takes from the heap
+// when no [WithChunkSize] option is given.
+const DefaultChunkSize = 64 << 10
+
+// MaxChunkSize is the largest chunk size [WithChunkSize] accepts (1 GiB), so
+// that chunk arithmetic never overflows, on every platform.
+const MaxChunkSize = 1 << 30
+
+type config struct {
+	chunk   uintptr
+	budget  uint64
+	limited bool
+	account func(delta int64) error
+}
+
+func defaultConfig() config { return config{chunk: DefaultChunkSize} }
+
+func buildConfig(opts []Option) config {
+	c := defaultConfig()
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// WithChunkSize sets the size in bytes of the chunks the arena takes from
+// the heap (default [DefaultChunkSize]), between 1 and [MaxChunkSize];
+// outside that range the constructor panics. Each element type with
+// pointers has chunks of its own, and pointer-free types share theirs, so an
+// arena holds at least one chunk per pointerful type it allocates: small
+// chunks suit thousands of small concurrent arenas, big ones suit batch
+// jobs. A request larger than a quarter of the chunk size gets an
+// allocation of its own, which [Arena.Reset] drops.
+func WithChunkSize(n int) Option {
+	return func(c *config) {
+		if n < 1 || n > MaxChunkSize {
+			panic("memkit/arena: chunk size " + strconv.Itoa(n) + " out of range [1, 1GiB]")
+		}
+		c.chunk = uintptr(n)
+	}
+}
+
+// WithBudget limits the memory the arena holds (its reserved bytes: chunks
+// in use, chunks kept for reuse and dedicated allocations) to n bytes; n
+// must be >= 0 or the constructor panics. When a request does not fit in
+// what is left, the last chunk is made smaller to fit; when it does not fit
+// at all, TryNew-style calls ([TryNew], [TryMakeSlice], [Typed.TryNew])
+// return [ErrBudget] and leave the arena unchanged, while [New],
+// [MakeSlice] and the other calls fall back to the Go heap, counted as
+// [memkit.Stats] HeapFallbacks.
+func WithBudget(n int64) Option {
+	return func(c *config) {
+		if n < 0 {
+			panic("memkit/arena: budget " + strconv.FormatInt(n, 10) + " < 0")
+		}
+		c.budget, c.limited = uint64(n), true
+	}
+}
+
+// WithAccount reports the arena's memory to an external account, such as a
+// server-wide memory monitor: f is called with a positive delta before the
+// arena takes that many bytes of chunk memory, and with a negative delta
+// when it gives memory back ([Arena.Free], chunks [Arena.Reset] drops, and
+// an arena of a [Pool], or one built with this option, that the GC
+// collects without a Free). If f returns an error for a positive delta the
+// arena does not take the memory and the request fails as if over budget:
+// TryNew-style calls return an error that wraps both [ErrBudget] and f's
+// error. f may be called from any goroutine, so it must be safe for
+// concurrent use; it must not call back into the arena.
+func WithAccount(f func(delta int64) error) Option {
+	return func(c *config) { c.account = f }
+}

@@ -1,0 +1,99 @@
+package arena
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/memkit/memkit/stats"
+)
+
+// Pool is a pool of arenas for per-request use in servers: a goroutine
+// takes an arena with [Pool.Get], allocates the request's objects in it,
+// and gives it back with [Pool.Put], which resets it, so that the next
+// request, on any goroutine, reuses its chunks instead of taking new ones
+// from the heap.
+//
+// A Pool is safe for concurrent use by multiple goroutines; each arena it
+// hands out is for one goroutine at a time. A Pool must be created with
+// [NewPool] and must not be copied after first use. Get and Put cost what
+// a [sync.Pool] Get and Put cost plus, for Put, the arena's Reset; neither
+// allocates once the pool holds idle arenas. Idle arenas and their memory
+// are dropped by the GC over time, as a sync.Pool's items are.
+type Pool struct {
+	p   sync.Pool
+	cfg config
+	st  *poolStats
+}
+
+// poolStats are a Pool's counters, shared with the accounts of its arenas.
+type poolStats struct {
+	reserved                                            atomic.Int64
+	allocs, frees, fallbacks, failures, grows, releases atomic.Uint64
+}
+
+// NewPool returns a pool of arenas configured by opts, which apply to
+// every arena of the pool (a [WithBudget] budget is per arena). It panics
+// if an option is out of range.
+func NewPool(opts ...Option) *Pool {
+	return &Pool{cfg: buildConfig(opts), st: new(poolStats)}
+}
+
+// Get returns an empty arena of the pool: an idle one if there is one,
+// else a new one.
+func (p *Pool) Get() *Arena {
+	if p.st == nil {
+		panic(msgNoPool)
+	}
+	if v := p.p.Get(); v != nil {
+		return v.(*Arena)
+	}
+	a := &Arena{pool: p}
+	a.init(p.cfg)
+	if a.acct == nil {
+		a.acct = newAccount(a, nil, p.st)
+	} else {
+		a.acct.pool = p.st
+	}
+	return a
+}
+
+// Put resets a, as [Arena.Reset] does, and makes it available to Get. Its
+// objects and a itself must not be used afterwards. Put panics with
+// "memkit/arena: Put of an arena not from this pool" if a did not come
+// from p's Get, and with "memkit/arena: use of freed arena" if a was
+// freed.
+func (p *Pool) Put(a *Arena) {
+	if a == nil || a.pool != p {
+		panic(msgForeign)
+	}
+	a.Reset()
+	st := p.st
+	st.allocs.Add(a.allocs)
+	st.frees.Add(a.frees)
+	st.fallbacks.Add(a.fallbacks)
+	st.failures.Add(a.failures)
+	st.grows.Add(a.grows)
+	st.releases.Add(a.releases)
+	a.allocs, a.frees, a.fallbacks, a.failures, a.grows, a.releases = 0, 0, 0, 0, 0, 0
+	p.p.Put(a)
+}
+
+// ReadStats overwrites *s with the pool's statistics: ReservedBytes is the
+// memory held by all its arenas, in use or idle; the counters add up
+// those of its arenas as of their last Put, and Releases also counts idle
+// arenas the GC dropped. InUseBytes and LiveObjects, which only the
+// goroutine using an arena knows, are 0: read them from the arena. It does
+// not allocate.
+func (p *Pool) ReadStats(s *stats.Stats) {
+	s.Reset()
+	st := p.st
+	s.ReservedBytes = uint64(max(st.reserved.Load(), 0))
+	s.Allocs = st.allocs.Load()
+	s.Frees = st.frees.Load()
+	s.HeapFallbacks = st.fallbacks.Load()
+	s.Failures = st.failures.Load()
+	s.Grows = st.grows.Load()
+	s.Releases = st.releases.Load()
+}
+
+var _ stats.StatsSource = (*Pool)(nil)
