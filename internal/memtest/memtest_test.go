@@ -77,3 +77,16 @@ func TestMutexRing_OverwritesOldestAndCopies(t *testing.T) {
 		t.Fatalf("Read of an empty ring = %v", v)
 	}
 }
+
+func TestFlatSecondHalf(t *testing.T) {
+	const mib = 1 << 20
+	if err := FlatSecondHalf([]uint64{10 * mib, 100 * mib, 100 * mib, 105 * mib, 100 * mib}); err != nil {
+		t.Fatalf("flat run rejected: %v", err)
+	}
+	if err := FlatSecondHalf([]uint64{10 * mib, 100 * mib, 100 * mib, 150 * mib, 200 * mib}); err == nil {
+		t.Fatal("growing run accepted")
+	}
+	if r, ok := RSS(); ok && r < mib {
+		t.Fatalf("RSS %d bytes", r)
+	}
+}

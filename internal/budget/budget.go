@@ -1,0 +1,106 @@
+// Package budget is the byte budget every memkit allocator takes: a limit
+// on the memory it holds, and a callback that fires when that memory crosses
+// a threshold, for load shedding.
+//
+// Allocators charge a Budget on their slow paths only — when they obtain
+// memory from the heap or the OS, or give it back — never per Get or Put, so
+// the budget adds no shared counter to the hot path.
+package budget
+
+import "sync/atomic"
+
+// Budget accounts the bytes an allocator holds. The zero value and a nil
+// *Budget are unlimited and never call back. It is safe for concurrent use.
+type Budget struct {
+	limit     int64 // 0: none
+	threshold int64 // 0: no callback
+	fn        func(used int64, above bool)
+	used      atomic.Int64
+	above     atomic.Bool
+}
+
+// New returns a budget of limit bytes (0 for none) that calls fn with the
+// bytes in use when they rise to threshold or more (above true) and when
+// they fall back below it (above false). A threshold of 0 or a nil fn means
+// no callback. fn runs on the goroutine that crossed the threshold, inside
+// the allocator's slow path: it must be quick and must not call back into
+// the allocator.
+func New(limit, threshold int64, fn func(used int64, above bool)) *Budget {
+	if fn == nil {
+		threshold = 0
+	}
+	return &Budget{limit: limit, threshold: threshold, fn: fn}
+}
+
+// Limit returns the limit in bytes, 0 for none.
+func (b *Budget) Limit() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.limit
+}
+
+// Used returns the bytes charged and not released.
+func (b *Budget) Used() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.used.Load()
+}
+
+// TryCharge charges n bytes if that keeps the total within the limit and
+// reports whether it did; when it does not, nothing changes.
+func (b *Budget) TryCharge(n int64) bool {
+	if b == nil {
+		return true
+	}
+	for {
+		u := b.used.Load()
+		if b.limit > 0 && u+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			b.crossed()
+			return true
+		}
+	}
+}
+
+// Charge charges n bytes whatever the limit: for memory the allocator must
+// take, such as a heap fallback it counts.
+func (b *Budget) Charge(n int64) {
+	if b == nil {
+		return
+	}
+	b.used.Add(n)
+	b.crossed()
+}
+
+// Release gives n charged bytes back.
+func (b *Budget) Release(n int64) {
+	if b == nil {
+		return
+	}
+	b.used.Add(-n)
+	b.crossed()
+}
+
+// crossed calls fn for each crossing of the threshold since the last
+// call. It rereads the counter after each flip, so that when charges and
+// releases race, the state the last of them leaves agrees with the bytes in
+// use (a flip computed from a stale value is undone at once).
+func (b *Budget) crossed() {
+	if b.threshold == 0 {
+		return
+	}
+	for {
+		used := b.used.Load()
+		above := used >= b.threshold
+		if b.above.Load() == above {
+			return
+		}
+		if b.above.CompareAndSwap(!above, above) {
+			b.fn(used, above)
+		}
+	}
+}
