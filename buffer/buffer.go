@@ -1,0 +1,504 @@
+package buffer
+
+import (
+	"io"
+	"strconv"
+	"time"
+)
+
+// Buffer is a growable byte buffer whose storage comes from bytepool and
+// goes back there on [Buffer.Free]: bytes.Buffer's methods, strconv-style
+// appenders, and the Close of a [FixedPool] checkout.
+//
+// A Buffer is not safe for concurrent use; give each goroutine its own (a
+// Buffer may be handed to another goroutine with the usual synchronization,
+// and freed there). The zero value is an empty Buffer ready to use: it takes
+// storage from the default [Pool]'s bytepool on its first write, and Free
+// gives the storage back and leaves it empty and usable again. A Buffer must
+// not be copied after first use: two copies would share, and both return,
+// one storage.
+//
+// Writes append in amortized O(1), a copy of the bytes written: when the
+// storage is full, the contents move to storage twice as large, taken from
+// bytepool, and the old storage goes back to bytepool at once. The first
+// write of a Buffer from [Pool.Get] takes storage of the pool's default
+// size, calibrated to the lengths Buffers of that pool reach, so that most
+// Buffers never move. Storage is rounded up to bytepool's class (under 20%
+// waste) and is not zeroed: it holds what its previous user wrote past the
+// length. It lives on the Go heap, and idle storage decays back to the GC
+// (bytepool's Elastic policy). The header itself (64 bytes on 64-bit
+// platforms) is recycled by [Pool.Get], so Get, writes that fit, and Free
+// allocate nothing.
+//
+// A Buffer reads like a bytes.Buffer too: [Buffer.Read] consumes from the
+// front, and [Buffer.Bytes] and [Buffer.Len] cover the unread part.
+//
+// After Free or Close, a Buffer must not be used: its header may already
+// serve another Get. With the memkitdebug build tag, any use then panics
+// with "memkit/buffer: use of a Buffer after Free or Close", and headers are
+// never reused.
+type Buffer struct {
+	buf  []byte // contents: buf[off:]; start and cap are the storage's own
+	off  int
+	pool *Pool      // where storage comes from; nil: the default Pool
+	fp   *FixedPool // the FixedPool of a checkout; nil otherwise
+
+	slot  int32  // the FixedPool slot, or -1 for a miss
+	state uint32 // stLive or stFree; atomic for a FixedPool miss
+	uses  uint32 // storage returns, for calibration sampling
+	owned bool   // buf is bytepool storage, returned on Free
+	hdr   bool   // the header comes from Pool.Get and goes back there
+	probe [1]byte
+}
+
+const (
+	stLive uint32 = iota
+	stFree
+)
+
+// minRead is how much room ReadFrom makes before each Read, as bytes.Buffer.
+const minRead = 512
+
+const maxInt = int(^uint(0) >> 1)
+
+// check panics if b was freed; only under memkitdebug.
+func (b *Buffer) check() {
+	if b.state == stFree {
+		panic(msgUseAfter)
+	}
+}
+
+// Len returns the number of unread bytes: len(b.Bytes()).
+func (b *Buffer) Len() int {
+	if debug {
+		b.check()
+	}
+	return len(b.buf) - b.off
+}
+
+// Cap returns the capacity of the storage, read part included.
+func (b *Buffer) Cap() int {
+	if debug {
+		b.check()
+	}
+	return cap(b.buf)
+}
+
+// Bytes returns the unread bytes. The slice aliases the storage: it is
+// valid until the next write, Read, Reset, Truncate, Grow, Free or Close.
+func (b *Buffer) Bytes() []byte {
+	if debug {
+		b.check()
+	}
+	return b.buf[b.off:]
+}
+
+// String returns a copy of the unread bytes as a string, or "<nil>" for a
+// nil *Buffer (as bytes.Buffer). It allocates; write b.Bytes() where a
+// []byte will do.
+func (b *Buffer) String() string {
+	if b == nil {
+		return "<nil>"
+	}
+	if debug {
+		b.check()
+	}
+	return string(b.buf[b.off:])
+}
+
+// Reset empties the buffer and keeps its storage for the next writes.
+func (b *Buffer) Reset() {
+	if debug {
+		b.check()
+	}
+	b.buf = b.buf[:0]
+	b.off = 0
+}
+
+// Truncate discards all but the first n unread bytes, keeping the storage.
+// It panics with "memkit/buffer: Truncate out of range" unless
+// 0 <= n <= b.Len().
+func (b *Buffer) Truncate(n int) {
+	if debug {
+		b.check()
+	}
+	if n == 0 {
+		b.Reset()
+		return
+	}
+	if n < 0 || n > len(b.buf)-b.off {
+		panic(msgTruncate)
+	}
+	b.buf = b.buf[:b.off+n]
+}
+
+// Grow makes room for at least n more bytes, so that the next n bytes of
+// writes neither allocate nor move the contents. It panics with
+// "memkit/buffer: negative size" if n < 0. For a [Strict] [FixedPool]
+// buffer it returns io.ErrShortWrite, changing nothing, if n bytes more
+// would pass the pool's size; otherwise nil.
+func (b *Buffer) Grow(n int) error {
+	if debug {
+		b.check()
+	}
+	if n < 0 {
+		panic(msgNegative)
+	}
+	if n > cap(b.buf)-len(b.buf) && !b.grow(n) {
+		return b.refuse()
+	}
+	return nil
+}
+
+// Write appends p. It returns len(p), nil; for a [Strict] [FixedPool]
+// buffer that p would take past the pool's size, 0, io.ErrShortWrite, and
+// nothing is written.
+func (b *Buffer) Write(p []byte) (int, error) {
+	if debug {
+		b.check()
+	}
+	if len(p) > cap(b.buf)-len(b.buf) && !b.grow(len(p)) {
+		return 0, b.refuse()
+	}
+	// A reslice and a copy rather than append: only the length is stored
+	// back, with no write barrier for the unchanged pointer.
+	l := len(b.buf)
+	b.buf = b.buf[:l+len(p)]
+	copy(b.buf[l:], p)
+	return len(p), nil
+}
+
+// WriteString appends s, as [Buffer.Write].
+func (b *Buffer) WriteString(s string) (int, error) {
+	if debug {
+		b.check()
+	}
+	if len(s) > cap(b.buf)-len(b.buf) && !b.grow(len(s)) {
+		return 0, b.refuse()
+	}
+	l := len(b.buf)
+	b.buf = b.buf[:l+len(s)]
+	copy(b.buf[l:], s)
+	return len(s), nil
+}
+
+// WriteByte appends c, as [Buffer.Write].
+func (b *Buffer) WriteByte(c byte) error {
+	if debug {
+		b.check()
+	}
+	l := len(b.buf)
+	if l == cap(b.buf) {
+		if !b.grow(1) {
+			return b.refuse()
+		}
+		l = len(b.buf)
+	}
+	b.buf = b.buf[:l+1]
+	b.buf[l] = c
+	return nil
+}
+
+// Read reads up to len(p) unread bytes into p, as bytes.Buffer.Read: when
+// nothing is left it empties the buffer and returns io.EOF (0, nil if p is
+// empty).
+func (b *Buffer) Read(p []byte) (int, error) {
+	if debug {
+		b.check()
+	}
+	if b.off == len(b.buf) {
+		b.buf = b.buf[:0]
+		b.off = 0
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, b.buf[b.off:])
+	b.off += n
+	return n, nil
+}
+
+// WriteTo writes the unread bytes to w until none is left or w fails, as
+// bytes.Buffer.WriteTo: the bytes written are consumed, and a short write
+// without an error returns io.ErrShortWrite.
+func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
+	if debug {
+		b.check()
+	}
+	m := len(b.buf) - b.off
+	if m == 0 {
+		return 0, nil
+	}
+	n, err := w.Write(b.buf[b.off:])
+	if n > m {
+		panic(msgBadWrite)
+	}
+	b.off += n
+	if err != nil {
+		return int64(n), err
+	}
+	if n != m {
+		return int64(n), io.ErrShortWrite
+	}
+	b.buf = b.buf[:0]
+	b.off = 0
+	return int64(n), nil
+}
+
+// ReadFrom appends what r yields until io.EOF, which it does not return,
+// or another error, which it does.
+//
+// A [FixedPool] buffer fills its storage first. When it is full, one byte
+// more is asked of r: at io.EOF the buffer has not grown, so a body of
+// exactly the pool's size never expands. If the byte comes, an [Expand]
+// buffer grows and goes on; a [Strict] one keeps what fit and returns
+// io.ErrShortWrite, r having been read one byte past. Other buffers make
+// room for 512 bytes before each Read, as bytes.Buffer.
+func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
+	if debug {
+		b.check()
+	}
+	var total int64
+	for {
+		if len(b.buf) == cap(b.buf) {
+			if b.fp != nil {
+				m, err := r.Read(b.probe[:])
+				if m > 0 {
+					// Room for the byte: a slide if bytes were read,
+					// else an expansion (or a refusal).
+					if !b.grow(1) {
+						return total, b.refuse()
+					}
+					b.buf = append(b.buf, b.probe[0])
+					total++
+				}
+				if err == io.EOF {
+					return total, nil
+				}
+				if err != nil {
+					return total, err
+				}
+				continue
+			}
+			b.grow(minRead)
+		} else if b.fp == nil && cap(b.buf)-len(b.buf) < minRead {
+			b.grow(minRead)
+		}
+		l := len(b.buf)
+		m, err := r.Read(b.buf[l:cap(b.buf)])
+		if m < 0 || m > cap(b.buf)-l {
+			panic(msgBadRead)
+		}
+		b.buf = b.buf[:l+m]
+		total += int64(m)
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// AppendInt appends the integer i in the given base, as strconv.AppendInt.
+// It returns nil; for a [Strict] [FixedPool] buffer without room,
+// io.ErrShortWrite, and nothing is written.
+func (b *Buffer) AppendInt(i int64, base int) error {
+	if debug {
+		b.check()
+	}
+	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
+		b.buf = appendInt(b.buf, i)
+		return nil
+	}
+	b.reserve(65)
+	return b.commit(strconv.AppendInt(b.buf, i, base))
+}
+
+// AppendUint appends the unsigned integer u in the given base, as
+// strconv.AppendUint; errors as [Buffer.AppendInt].
+func (b *Buffer) AppendUint(u uint64, base int) error {
+	if debug {
+		b.check()
+	}
+	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
+		b.buf = appendUint(b.buf, u)
+		return nil
+	}
+	b.reserve(64)
+	return b.commit(strconv.AppendUint(b.buf, u, base))
+}
+
+// AppendFloat appends f formatted as strconv.AppendFloat(dst, f, fmt, prec,
+// bitSize) does; errors as [Buffer.AppendInt].
+func (b *Buffer) AppendFloat(f float64, fmt byte, prec, bitSize int) error {
+	if debug {
+		b.check()
+	}
+	b.reserve(32)
+	return b.commit(strconv.AppendFloat(b.buf, f, fmt, prec, bitSize))
+}
+
+// AppendBool appends "true" or "false"; errors as [Buffer.AppendInt].
+func (b *Buffer) AppendBool(v bool) error {
+	if debug {
+		b.check()
+	}
+	b.reserve(5)
+	return b.commit(strconv.AppendBool(b.buf, v))
+}
+
+// AppendQuote appends s as a double-quoted Go string literal, as
+// strconv.AppendQuote; errors as [Buffer.AppendInt].
+func (b *Buffer) AppendQuote(s string) error {
+	if debug {
+		b.check()
+	}
+	b.reserve(len(s) + 2)
+	return b.commit(strconv.AppendQuote(b.buf, s))
+}
+
+// AppendTime appends t formatted by layout, as t.AppendFormat; errors as
+// [Buffer.AppendInt].
+func (b *Buffer) AppendTime(t time.Time, layout string) error {
+	if debug {
+		b.check()
+	}
+	b.reserve(len(layout) + 16)
+	return b.commit(t.AppendFormat(b.buf, layout))
+}
+
+// reserve makes room for n more bytes if it can; a Strict buffer that
+// cannot is left as it is, and commit decides.
+func (b *Buffer) reserve(n int) {
+	if cap(b.buf)-len(b.buf) < n {
+		b.grow(n)
+	}
+}
+
+// commit takes out, the result of an append to b.buf. If the append stayed
+// within the storage (a reallocating append would have grown the capacity),
+// out becomes the contents. Otherwise out lives in memory append took from
+// the heap: its new bytes are copied into storage grown from bytepool, or,
+// for a Strict buffer without room, dropped with io.ErrShortWrite.
+func (b *Buffer) commit(out []byte) error {
+	if cap(out) == cap(b.buf) {
+		b.buf = out
+		return nil
+	}
+	tail := out[len(b.buf):]
+	if !b.grow(len(tail)) {
+		return b.refuse()
+	}
+	b.buf = append(b.buf, tail...)
+	return nil
+}
+
+// refuse counts a write a Strict buffer refused and returns its error.
+func (b *Buffer) refuse() error {
+	b.fp.countRefusal()
+	return io.ErrShortWrite
+}
+
+// grow makes room for n more bytes after len(b.buf), n > 0. It reports
+// false, changing nothing, when a Strict FixedPool buffer would pass its
+// size.
+func (b *Buffer) grow(n int) bool {
+	l := len(b.buf) - b.off
+	c := cap(b.buf)
+	if n > maxInt-l {
+		panic(msgTooLarge)
+	}
+	need := l + n
+	fixed := b.fp != nil && !b.owned
+	// Slide the unread bytes to the front when that makes room: always
+	// before a FixedPool buffer expands, else when they take at most half
+	// the storage, as bytes.Buffer does, so that sliding stays amortized.
+	if b.off > 0 && (need <= c/2 || fixed && need <= c) {
+		copy(b.buf, b.buf[b.off:])
+		b.buf = b.buf[:l]
+		b.off = 0
+		return true
+	}
+	if b.fp != nil && b.fp.strict {
+		return false
+	}
+	p := b.pool
+	if p == nil {
+		p = Default()
+	}
+	size := max(need, 2*c)
+	if c == 0 {
+		size = max(need, p.defaultSize())
+	}
+	nb := p.bp.Get(size)[:l]
+	copy(nb, b.buf[b.off:])
+	if b.owned {
+		p.bp.Put(b.buf)
+	} else if b.fp != nil {
+		b.fp.countExpansion()
+	}
+	b.buf, b.off, b.owned = nb, 0, true
+	return true
+}
+
+// Free returns the buffer's storage to bytepool and, for a Buffer from
+// [Pool.Get], the Buffer itself to its Pool; for a [FixedPool] checkout, it
+// is [Buffer.Close]. b must not be used afterwards, except for the zero
+// value (a Buffer not from Get or Checkout), which is left empty and usable.
+//
+// Freeing a Buffer from Get or Checkout twice panics with
+// "memkit/buffer: double free" when the second Free comes before the
+// Buffer is handed out again (a state word, O(1)); after that the header
+// serves its new owner and the second Free cannot be told from the
+// owner's. Build with memkitdebug to catch every late use.
+func (b *Buffer) Free() {
+	if b.fp != nil {
+		if b.fp.close(b) != nil {
+			panic(msgDoubleFree)
+		}
+		return
+	}
+	if b.state == stFree {
+		panic(msgDoubleFree)
+	}
+	b.release()
+}
+
+// Close is [Buffer.Free] that reports a second call instead of panicking:
+// it returns [ErrClosed] and changes nothing. It is how a [FixedPool]
+// checkout goes back to its pool (io.Closer).
+func (b *Buffer) Close() error {
+	if b.fp != nil {
+		return b.fp.close(b)
+	}
+	if b.state == stFree {
+		return ErrClosed
+	}
+	b.release()
+	return nil
+}
+
+// release returns a Pool buffer's storage, sampling its length for the
+// pool's calibration, and its header if it came from Get.
+func (b *Buffer) release() {
+	p := b.pool
+	if p == nil {
+		p = Default()
+	}
+	if b.owned {
+		if b.uses%sampleEvery == 0 {
+			p.cal.record(len(b.buf))
+		}
+		b.uses++
+		p.bp.Put(b.buf)
+	}
+	b.buf, b.off, b.owned = nil, 0, false
+	if b.hdr {
+		b.state = stFree
+		if !debug {
+			p.hdrs.Put(b)
+		}
+	}
+}

@@ -1,0 +1,475 @@
+package buffer_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/buffer"
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/memtest"
+)
+
+func mustPool(t testing.TB, opts ...buffer.Option) *buffer.Pool {
+	t.Helper()
+	p, err := buffer.NewPool(opts...)
+	if err != nil {
+		t.Fatalf("NewPool: %v", err)
+	}
+	return p
+}
+
+func readStats(s memkit.StatsSource) memkit.Stats {
+	var st memkit.Stats
+	s.ReadStats(&st)
+	return st
+}
+
+func TestNewPool_InvalidOptionsNameTheOption(t *testing.T) {
+	for _, tc := range []struct {
+		opts []buffer.Option
+		want string
+	}{
+		{[]buffer.Option{buffer.WithDefaultSize(0)}, "buffer: DefaultSize 0 must be between 1 and 1048576"},
+		{[]buffer.Option{buffer.WithDefaultSize(2 << 20)}, "buffer: DefaultSize 2097152 must be between 1 and 1048576"},
+		{[]buffer.Option{buffer.WithOverflow(buffer.Strict)}, "buffer: Overflow applies to a FixedPool only"},
+	} {
+		p, err := buffer.NewPool(tc.opts...)
+		if p != nil || err == nil || err.Error() != tc.want {
+			t.Errorf("NewPool = %v, %v; want error %q", p, err, tc.want)
+		}
+	}
+}
+
+func TestDefaultPool_IsValid(t *testing.T) {
+	if buffer.Default() == nil || buffer.Default().BytePool() != bytepool.Default() {
+		t.Fatal("the default pool does not share bytepool.Default")
+	}
+}
+
+func TestBuffer_BehavesLikeBytesBuffer(t *testing.T) {
+	var want bytes.Buffer
+	b := buffer.Get()
+	defer b.Free()
+	check := func(step string) {
+		t.Helper()
+		if b.Len() != want.Len() || !bytes.Equal(b.Bytes(), want.Bytes()) || b.String() != want.String() {
+			t.Fatalf("after %s: %q (len %d), want %q", step, b.Bytes(), b.Len(), want.Bytes())
+		}
+	}
+	b.WriteString("hello, ")
+	want.WriteString("hello, ")
+	b.Write([]byte("world"))
+	want.Write([]byte("world"))
+	b.WriteByte('!')
+	want.WriteByte('!')
+	check("writes")
+	p1, p2 := make([]byte, 5), make([]byte, 5)
+	n1, e1 := b.Read(p1)
+	n2, e2 := want.Read(p2)
+	if n1 != n2 || e1 != e2 || !bytes.Equal(p1, p2) {
+		t.Fatalf("Read = %d %v %q; want %d %v %q", n1, e1, p1, n2, e2, p2)
+	}
+	check("Read")
+	b.Truncate(3)
+	want.Truncate(3)
+	check("Truncate")
+	big := strings.Repeat("x", 10000)
+	b.WriteString(big)
+	want.WriteString(big)
+	check("growth")
+	var w1, w2 bytes.Buffer
+	m1, _ := b.WriteTo(&w1)
+	m2, _ := want.WriteTo(&w2)
+	if m1 != m2 || w1.String() != w2.String() {
+		t.Fatalf("WriteTo = %d, want %d", m1, m2)
+	}
+	check("WriteTo")
+	if n, err := b.Read(p1); n != 0 || err != io.EOF {
+		t.Fatalf("Read of an empty buffer = %d, %v", n, err)
+	}
+	if n, err := b.Read(nil); n != 0 || err != nil {
+		t.Fatalf("Read(nil) of an empty buffer = %d, %v", n, err)
+	}
+	r1, _ := b.ReadFrom(strings.NewReader(big))
+	r2, _ := want.ReadFrom(strings.NewReader(big))
+	if r1 != r2 {
+		t.Fatalf("ReadFrom = %d, want %d", r1, r2)
+	}
+	check("ReadFrom")
+	b.Reset()
+	want.Reset()
+	check("Reset")
+}
+
+func TestBuffer_ZeroValueIsUsableAndReusable(t *testing.T) {
+	var b buffer.Buffer
+	b.WriteString("abc")
+	if b.String() != "abc" || !b.Owned() {
+		t.Fatalf("zero Buffer after a write: %q, owned %v", b.String(), b.Owned())
+	}
+	b.Free()
+	if b.Len() != 0 || b.Cap() != 0 {
+		t.Fatalf("after Free: len %d cap %d", b.Len(), b.Cap())
+	}
+	b.Free() // nothing to free: no panic
+	b.WriteString("again")
+	if err := b.Close(); err != nil || b.Len() != 0 {
+		t.Fatalf("Close of a zero Buffer = %v", err)
+	}
+	var nb *buffer.Buffer
+	if nb.String() != "<nil>" {
+		t.Fatal("nil Buffer String")
+	}
+}
+
+func TestBuffer_Panics(t *testing.T) {
+	b := buffer.Get()
+	b.WriteString("abc")
+	memtest.CheckPanic(t, "memkit/buffer: Truncate out of range", func() { b.Truncate(4) })
+	memtest.CheckPanic(t, "memkit/buffer: Truncate out of range", func() { b.Truncate(-1) })
+	memtest.CheckPanic(t, "memkit/buffer: negative size", func() { b.Grow(-1) })
+	memtest.CheckPanic(t, "memkit/buffer: negative size", func() { buffer.GetSize(-1) })
+	memtest.CheckPanic(t, "memkit/buffer: invalid Read count", func() { b.ReadFrom(badReader{}) })
+	b.Free()
+	memtest.CheckPanic(t, "memkit/buffer: double free", func() { b.Free() })
+	if err := b.Close(); !errors.Is(err, buffer.ErrClosed) {
+		t.Fatalf("Close after Free = %v", err)
+	}
+}
+
+type badReader struct{}
+
+func (badReader) Read(p []byte) (int, error) { return len(p) + 1, nil }
+
+func TestBuffer_CloseTwiceReturnsErrClosed(t *testing.T) {
+	b := buffer.Get()
+	b.WriteString("x")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != buffer.ErrClosed {
+		t.Fatalf("second Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestBuffer_GetSizeAndGrowReserveRoom(t *testing.T) {
+	b := buffer.GetSize(1000)
+	defer b.Free()
+	if b.Len() != 0 || b.Cap() < 1000 {
+		t.Fatalf("GetSize(1000): len %d cap %d", b.Len(), b.Cap())
+	}
+	b.WriteString("abc")
+	if err := b.Grow(5000); err != nil || b.Cap()-b.Len() < 5000 || b.String() != "abc" {
+		t.Fatalf("Grow: err %v, cap %d, %q", err, b.Cap(), b.String())
+	}
+	at := b.Storage()
+	b.Write(make([]byte, 5000))
+	if b.Storage() != at {
+		t.Fatal("a write within Grow's room moved the contents")
+	}
+	if e := buffer.GetSize(0); e.Cap() != 0 {
+		t.Fatalf("GetSize(0) took storage: cap %d", e.Cap())
+	}
+}
+
+func TestBuffer_SlidesReadBytesInsteadOfGrowing(t *testing.T) {
+	b := buffer.GetSize(1024)
+	defer b.Free()
+	c := b.Cap()
+	b.Write(make([]byte, c))
+	io.CopyN(io.Discard, b, int64(c-10))
+	b.Write(make([]byte, 100)) // 110 bytes fit in half the storage: slide
+	if b.Cap() != c || b.Len() != 110 {
+		t.Fatalf("cap %d len %d; want the storage of %d kept", b.Cap(), b.Len(), c)
+	}
+}
+
+func TestBuffer_Appenders(t *testing.T) {
+	now := time.Date(2024, 5, 6, 7, 8, 9, 123000000, time.UTC)
+	for _, tc := range []struct {
+		name string
+		do   func(b *buffer.Buffer) error
+		want string
+	}{
+		{"int", func(b *buffer.Buffer) error { return b.AppendInt(-1234567890123, 10) }, "-1234567890123"},
+		{"intmin", func(b *buffer.Buffer) error { return b.AppendInt(math.MinInt64, 10) }, strconv.FormatInt(math.MinInt64, 10)},
+		{"inthex", func(b *buffer.Buffer) error { return b.AppendInt(-255, 16) }, "-ff"},
+		{"intbin", func(b *buffer.Buffer) error { return b.AppendInt(math.MinInt64, 2) }, strconv.FormatInt(math.MinInt64, 2)},
+		{"uint", func(b *buffer.Buffer) error { return b.AppendUint(math.MaxUint64, 10) }, "18446744073709551615"},
+		{"uint36", func(b *buffer.Buffer) error { return b.AppendUint(math.MaxUint64, 36) }, strconv.FormatUint(math.MaxUint64, 36)},
+		{"float", func(b *buffer.Buffer) error { return b.AppendFloat(3.25, 'g', -1, 64) }, "3.25"},
+		{"floatlong", func(b *buffer.Buffer) error { return b.AppendFloat(1e300, 'f', 2, 64) }, strconv.FormatFloat(1e300, 'f', 2, 64)},
+		{"bool", func(b *buffer.Buffer) error { return b.AppendBool(false) }, "false"},
+		{"quote", func(b *buffer.Buffer) error { return b.AppendQuote("a\"b\n\xff☺") }, strconv.Quote("a\"b\n\xff☺")},
+		{"time", func(b *buffer.Buffer) error { return b.AppendTime(now, time.RFC3339Nano) }, "2024-05-06T07:08:09.123Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, prefix := range []int{0, 1, 60, 1000} {
+				b := buffer.Get()
+				pre := strings.Repeat("p", prefix)
+				b.WriteString(pre)
+				if err := tc.do(b); err != nil {
+					t.Fatal(err)
+				}
+				if got := b.String(); got != pre+tc.want {
+					t.Fatalf("prefix %d: got %q, want %q", prefix, got[prefix:], tc.want)
+				}
+				b.Free()
+			}
+		})
+	}
+}
+
+func TestAppendDec_MatchesStrconv(t *testing.T) {
+	check := func(u uint64) {
+		if got, want := string(buffer.AppendDec(nil, u)), strconv.FormatUint(u, 10); got != want {
+			t.Fatalf("AppendDec(%d) = %q", u, got)
+		}
+	}
+	for p := uint64(1); p != 0 && p < math.MaxUint64/10; p *= 10 {
+		for _, d := range []uint64{0, 1, 2, 9, 10, 11, 99, 100} {
+			check(p - 1 + d)
+			if p > d {
+				check(p - d)
+			}
+		}
+	}
+	for i := range uint64(100000) {
+		check(i)
+	}
+	check(math.MaxUint64)
+	check(math.MaxUint64 - 1)
+	check(1 << 63)
+}
+
+func TestPool_CalibratesDefaultSize(t *testing.T) {
+	p := mustPool(t)
+	if p.DefaultSize() != 0 {
+		t.Fatalf("DefaultSize before any Free = %d", p.DefaultSize())
+	}
+	payload := make([]byte, 3000)
+	use := func(n int) {
+		for range n {
+			b := p.Get()
+			b.Write(payload)
+			b.Free()
+		}
+	}
+	use(2000)
+	if got := p.DefaultSize(); got != 4096 {
+		t.Fatalf("DefaultSize after writing 3000 bytes = %d, want 4096", got)
+	}
+	b := p.Get()
+	b.WriteByte(1)
+	if b.Cap() < 4096 {
+		t.Fatalf("first write took %d bytes; want the default 4096", b.Cap())
+	}
+	b.Free()
+	payload = payload[:100]
+	use(20000)
+	if got := p.DefaultSize(); got != 128 {
+		t.Fatalf("DefaultSize after switching to 100-byte buffers = %d, want 128", got)
+	}
+}
+
+func TestPool_WithDefaultSizeIsFixed(t *testing.T) {
+	p := mustPool(t, buffer.WithDefaultSize(10000))
+	b := p.Get()
+	b.WriteByte(1)
+	if b.Cap() < 10000 || p.DefaultSize() != 10000 {
+		t.Fatalf("cap %d, DefaultSize %d; want 10000", b.Cap(), p.DefaultSize())
+	}
+	b.Free()
+}
+
+func TestPool_ReadStatsCountsStorage(t *testing.T) {
+	p := mustPool(t, buffer.WithDefaultSize(1000))
+	b1, b2 := p.Get(), p.Get()
+	b1.WriteString("x")
+	b2.Write(make([]byte, 5000)) // one storage, no growth: the first write takes what it needs
+	st := readStats(p)
+	if st.LiveObjects != 2 || st.Allocs != 2 || st.InUseBytes < 1000+5000 {
+		t.Fatalf("stats with two live buffers: %+v", st)
+	}
+	b2.Write(make([]byte, 20000)) // grows: a second storage, the first returned
+	b1.Free()
+	b2.Free()
+	st = readStats(p)
+	if st.LiveObjects != 0 || st.Allocs != 3 || st.Frees != 3 {
+		t.Fatalf("stats after Free: %+v", st)
+	}
+	if p.BytePool() == nil {
+		t.Fatal("no BytePool")
+	}
+}
+
+func TestBuffer_HotPathsAllocateNothing(t *testing.T) {
+	p := mustPool(t, buffer.WithDefaultSize(4096))
+	data := make([]byte, 100)
+	warm := p.Get()
+	warm.Write(data)
+	warm.Free()
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"Get+Write+Free", func() {
+			b := p.Get()
+			b.Write(data)
+			b.WriteString("abc")
+			b.WriteByte('x')
+			b.Free()
+		}},
+		{"appenders", func() {
+			b := p.Get()
+			b.AppendInt(-42, 10)
+			b.AppendUint(42, 16)
+			b.AppendFloat(1.5, 'g', -1, 64)
+			b.AppendBool(true)
+			b.AppendQuote("q")
+			b.AppendTime(time.Unix(0, 0).UTC(), time.RFC3339)
+			b.Free()
+		}},
+		{"GetSize+Read", func() {
+			b := p.GetSize(200)
+			b.Write(data)
+			var tmp [10]byte
+			b.Read(tmp[:])
+			b.Free()
+		}},
+	} {
+		if raceEnabled || buffer.Debug {
+			t.Skip("the race detector allocates; memkitdebug never reuses a header")
+		}
+		if n := testing.AllocsPerRun(100, tc.f); n != 0 {
+			t.Errorf("%s: %v allocs, want 0", tc.name, n)
+		}
+	}
+}
+
+func TestPool_ConcurrentGetFree(t *testing.T) {
+	p := mustPool(t)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := memtest.NewModel(g)
+			for i := range 2000 {
+				b := p.Get()
+				n := 1 + (i*37+g*101)%3000
+				b.Write(make([]byte, n))
+				if _, err := m.Add(b.Bytes()); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := m.Remove(0); err != nil {
+					t.Error(err)
+					return
+				}
+				b.Free()
+			}
+		}()
+	}
+	wg.Wait()
+	if st := readStats(p); st.LiveObjects != 0 {
+		t.Fatalf("live storage after every Free: %+v", st)
+	}
+}
+
+func TestBuffer_ReadFromPassesErrors(t *testing.T) {
+	b := buffer.Get()
+	defer b.Free()
+	boom := errors.New("boom")
+	n, err := b.ReadFrom(iotest.TimeoutReader(iotest.OneByteReader(strings.NewReader("abc"))))
+	if n != 1 || err != iotest.ErrTimeout {
+		t.Fatalf("ReadFrom = %d, %v", n, err)
+	}
+	n, err = b.ReadFrom(iotest.ErrReader(boom))
+	if n != 0 || err != boom {
+		t.Fatalf("ReadFrom = %d, %v", n, err)
+	}
+}
+
+func TestBuffer_WriteToShortWrite(t *testing.T) {
+	b := buffer.Get()
+	defer b.Free()
+	b.WriteString("abcdef")
+	n, err := b.WriteTo(shortWriter{})
+	if n != 3 || err != io.ErrShortWrite || b.String() != "def" {
+		t.Fatalf("WriteTo = %d, %v, left %q", n, err, b.String())
+	}
+}
+
+type shortWriter struct{}
+
+func (shortWriter) Write(p []byte) (int, error) { return len(p) / 2, nil }
+
+// TestPool_BurstDecays holds many large buffers at once, frees them, and
+// checks that the storage the pool keeps goes back to the GC within a few
+// GC cycles instead of staying pinned.
+func TestPool_BurstDecays(t *testing.T) {
+	p := mustPool(t)
+	const n, size = 200, 64 << 10
+	bs := make([]*buffer.Buffer, n)
+	for i := range bs {
+		bs[i] = p.GetSize(size)
+		bs[i].Write(make([]byte, size))
+	}
+	for _, b := range bs {
+		b.Free()
+	}
+	if st := readStats(p); st.ReservedBytes < n*size {
+		t.Fatalf("after the burst the pool keeps %d bytes, want the %d freed", st.ReservedBytes, n*size)
+	}
+	for range 50 {
+		runtime.GC()
+		time.Sleep(time.Millisecond) // let the decay finalizer run
+		if st := readStats(p); st.ReservedBytes < n*size/10 {
+			return
+		}
+	}
+	t.Fatalf("the pool still keeps %d bytes after 50 GC cycles", readStats(p).ReservedBytes)
+}
+
+func TestSizes_AsDocumented(t *testing.T) {
+	if ^uint(0)>>32 == 0 {
+		t.Skip("the docs quote 64-bit sizes")
+	}
+	if buffer.SizeofBuffer != 64 || buffer.SizeofJSON != 64 || buffer.SizeofReader != 56 {
+		t.Fatalf("Buffer %d, JSON %d, Reader %d bytes", buffer.SizeofBuffer, buffer.SizeofJSON, buffer.SizeofReader)
+	}
+}
+
+// The interfaces the issue names, checked at compile time.
+var (
+	_ io.Writer       = (*buffer.Buffer)(nil)
+	_ io.StringWriter = (*buffer.Buffer)(nil)
+	_ io.ByteWriter   = (*buffer.Buffer)(nil)
+	_ io.ReaderFrom   = (*buffer.Buffer)(nil)
+	_ io.WriterTo     = (*buffer.Buffer)(nil)
+	_ io.Reader       = (*buffer.Buffer)(nil)
+	_ io.Closer       = (*buffer.Buffer)(nil)
+	_ fmt.Stringer    = (*buffer.Buffer)(nil)
+
+	_ io.WriterTo = (*buffer.Slice)(nil)
+
+	_ io.Reader      = (*buffer.Reader)(nil)
+	_ io.ByteReader  = (*buffer.Reader)(nil)
+	_ io.ByteScanner = (*buffer.Reader)(nil)
+	_ io.WriterTo    = (*buffer.Reader)(nil)
+
+	_ memkit.StatsSource = (*buffer.Pool)(nil)
+	_ memkit.StatsSource = (*buffer.FixedPool)(nil)
+)

@@ -1,0 +1,36 @@
+package buffer
+
+import "unsafe"
+
+// Test-only access to internals.
+
+// Debug reports whether the memkitdebug checks are compiled in.
+const Debug = debug
+
+// AppendDec appends u in decimal by the package's own formatting.
+func AppendDec(dst []byte, u uint64) []byte {
+	if cap(dst)-len(dst) < 20 {
+		dst = append(make([]byte, 0, len(dst)+20), dst...)
+	}
+	return appendUint(dst, u)
+}
+
+// Storage returns the address of b's storage.
+func (b *Buffer) Storage() uintptr {
+	return uintptr(unsafe.Pointer(unsafe.SliceData(b.buf[:cap(b.buf)])))
+}
+
+// Owned reports whether b's storage came from bytepool.
+func (b *Buffer) Owned() bool { return b.owned }
+
+// Shards reports the number of shards of p.
+func (p *FixedPool) Shards() int { return len(p.shards) }
+
+// SizeofJSON and SizeofBuffer are the sizes the docs quote.
+const (
+	SizeofJSON   = unsafe.Sizeof(JSON{})
+	SizeofBuffer = unsafe.Sizeof(Buffer{})
+)
+
+// SizeofReader is the size the docs quote.
+const SizeofReader = unsafe.Sizeof(Reader{})

@@ -1,0 +1,203 @@
+package buffer
+
+import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/stats"
+)
+
+// Pool hands out [Buffer]s whose storage comes from a bytepool.Pool, and
+// takes them back on [Buffer.Free].
+//
+// A Pool is safe for concurrent use by multiple goroutines. The zero value
+// is not usable: a Pool must be created with [NewPool] (or use the default
+// one through the package's [Get]). A Pool must not be copied after first
+// use.
+//
+// [Pool.Get] takes a recycled Buffer header (a sync.Pool round trip) and no
+// storage; the first write takes storage from bytepool (one uncontended
+// compare-and-swap), sized by the pool's default size, and Free returns
+// both. Once warm, none of them allocates. A live Buffer costs its 64-byte
+// header and its storage, rounded up to bytepool's class (under 20% more);
+// storage is not zeroed. Everything lives on the Go heap, and idle headers
+// and idle storage go back to the GC within a few GC cycles, so a burst
+// leaves nothing pinned.
+//
+// # Calibration
+//
+// The default size follows what the program writes, as bytebufferpool's
+// does, without its shared counter on every Put: each Buffer counts its own
+// Frees in its header (which only its owner touches), and one Free in
+// 8 adds the Buffer's length to a histogram of
+// power-of-two buckets. After 16 samples, and every 128 samples after that,
+// the default becomes the bucket of the median length (capped at
+// bytepool's largest class) and the histogram is halved, so old samples
+// fade. Seven Frees in eight touch no shared memory for calibration; the
+// eighth makes two atomic adds (its bucket and the sample count), so the
+// shared words see an eighth of the traffic bytebufferpool's counter does,
+// and the cost of calibration stays flat as cores are added.
+type Pool struct {
+	bp        *bytepool.Pool
+	hdrs      sync.Pool
+	fixedSize int // WithDefaultSize, or 0 to calibrate
+	cal       calibrator
+}
+
+// NewPool returns a pool configured by opts ([WithBytePool],
+// [WithDefaultSize]), or an error naming the first invalid option.
+func NewPool(opts ...Option) (*Pool, error) {
+	cfg := newConfig(opts)
+	if cfg.setOverflow {
+		return nil, errorf("Overflow applies to a FixedPool only")
+	}
+	bp := cfg.bytes
+	if bp == nil {
+		var err error
+		if bp, err = bytepool.New(); err != nil {
+			return nil, err
+		}
+	}
+	classes := bp.Classes()
+	maxSize := classes[len(classes)-1]
+	if cfg.setDefault && (cfg.defaultSize < 1 || cfg.defaultSize > maxSize) {
+		return nil, errorf("DefaultSize %d must be between 1 and %d", cfg.defaultSize, maxSize)
+	}
+	p := &Pool{bp: bp, fixedSize: cfg.defaultSize}
+	p.cal.max = int64(maxSize)
+	return p, nil
+}
+
+// Get returns an empty Buffer of the pool. It takes storage of the pool's
+// default size on its first write. Give it back with [Buffer.Free].
+func (p *Pool) Get() *Buffer {
+	b, _ := p.hdrs.Get().(*Buffer)
+	if b == nil {
+		b = &Buffer{pool: p, hdr: true}
+	}
+	b.state = stLive
+	return b
+}
+
+// GetSize returns an empty Buffer with room for at least n bytes, taken
+// from bytepool now (n rounded up to its class). It panics with
+// "memkit/buffer: negative size" if n < 0.
+func (p *Pool) GetSize(n int) *Buffer {
+	if n < 0 {
+		panic(msgNegative)
+	}
+	b := p.Get()
+	if n > 0 {
+		b.buf = p.bp.Get(n)[:0]
+		b.owned = true
+	}
+	return b
+}
+
+// DefaultSize reports the storage a Buffer takes on its first write: the
+// calibrated size, 0 before the first calibration (the first write then
+// takes what it needs), or the size set by [WithDefaultSize].
+func (p *Pool) DefaultSize() int { return p.defaultSize() }
+
+func (p *Pool) defaultSize() int {
+	if p.fixedSize > 0 {
+		return p.fixedSize
+	}
+	return int(p.cal.size.Load())
+}
+
+// BytePool returns the bytepool.Pool the buffers' storage comes from.
+func (p *Pool) BytePool() *bytepool.Pool { return p.bp }
+
+// ReadStats fills *s with the statistics of the pool's storage, as
+// bytepool.Pool.ReadStats: an allocation is a storage taken (by a first
+// write, a GetSize or a growth), a free one given back, and LiveObjects
+// counts the storages Buffers hold. A Buffer that never wrote holds none.
+// With [WithBytePool], the numbers include the bytepool's other users.
+func (p *Pool) ReadStats(s *stats.Stats) { p.bp.ReadStats(s) }
+
+// defaultPool serves the package-level functions; it shares
+// bytepool.Default's storage.
+var defaultPool = func() *Pool {
+	p, err := NewPool(WithBytePool(bytepool.Default()))
+	if err != nil {
+		panic(err) // the defaults are valid; a test checks it
+	}
+	return p
+}()
+
+// Default returns the pool behind the package-level [Get] and [GetSize]. Its
+// storage comes from bytepool.Default.
+func Default() *Pool { return defaultPool }
+
+// Get returns an empty Buffer from the default pool; see [Pool.Get].
+func Get() *Buffer { return defaultPool.Get() }
+
+// GetSize returns an empty Buffer with room for n bytes from the default
+// pool; see [Pool.GetSize].
+func GetSize(n int) *Buffer { return defaultPool.GetSize(n) }
+
+// ReadStats reads the default pool's statistics, which are those of
+// bytepool.Default; see [Pool.ReadStats].
+func ReadStats(s *stats.Stats) { defaultPool.ReadStats(s) }
+
+// calibrator keeps the histogram of sampled Buffer lengths and the default
+// size derived from it.
+type calibrator struct {
+	size atomic.Int64 // read by every first write: on a line of its own
+	max  int64
+	_    [48]byte
+
+	counts  [calBuckets]atomic.Uint32
+	samples atomic.Uint32
+	busy    atomic.Bool
+}
+
+const (
+	sampleEvery = 8  // a Buffer samples one storage return in sampleEvery
+	calMinShift = 6  // the smallest bucket holds up to 64 bytes
+	calBuckets  = 15 // up to 1 MiB; longer lengths count in the last
+	calFirst    = 16 // samples before the first calibration
+	calEvery    = 128
+)
+
+// record adds a sampled length n.
+func (c *calibrator) record(n int) {
+	i := 0
+	if n > 1<<calMinShift {
+		i = min(bits.Len(uint(n-1))-calMinShift, calBuckets-1)
+	}
+	c.counts[i].Add(1)
+	if s := c.samples.Add(1); s == calFirst || s%calEvery == 0 {
+		c.calibrate()
+	}
+}
+
+// calibrate sets the default size to the bucket of the median sample and
+// halves the histogram. One goroutine runs it at a time; a sample recorded
+// meanwhile may be lost, which only makes the median slightly older.
+func (c *calibrator) calibrate() {
+	if !c.busy.CompareAndSwap(false, true) {
+		return
+	}
+	var n [calBuckets]uint32
+	var total uint64
+	for i := range c.counts {
+		n[i] = c.counts[i].Load()
+		total += uint64(n[i])
+	}
+	var cum uint64
+	for i := range n {
+		cum += uint64(n[i])
+		if 2*cum >= total {
+			c.size.Store(min(int64(1)<<(calMinShift+i), c.max))
+			break
+		}
+	}
+	for i := range c.counts {
+		c.counts[i].Store(n[i] / 2)
+	}
+	c.busy.Store(false)
+}
