@@ -6,11 +6,23 @@ require (
 	github.com/bytedance/gopkg v0.1.4
 	github.com/libp2p/go-buffer-pool v0.1.0
 	github.com/memkit/memkit v0.0.0-00010101000000-000000000000
+	github.com/prometheus/client_golang v1.23.2
 	github.com/schollz/progressbar/v3 v3.19.0
 	github.com/valyala/bytebufferpool v1.0.0
 	golang.org/x/image v0.30.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.80.0
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
+	github.com/prometheus/common v0.66.1 // indirect
+	github.com/prometheus/procfs v0.16.1 // indirect
+	go.yaml.in/yaml/v2 v2.4.2 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )
 
 require (
@@ -20,6 +32,7 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/memkit/memkit/prom v0.0.0-00010101000000-000000000000
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/sys v0.41.0 // indirect
@@ -28,3 +41,5 @@ require (
 )
 
 replace github.com/memkit/memkit => ../..
+
+replace github.com/memkit/memkit/prom => ../../prom

@@ -6,6 +6,8 @@
 //	memkit bench [flags]   run the workloads and print a table (or benchstat text, or JSON)
 //	memkit binarytrees [-alloc gc|arena|typed] N
 //	                       run the benchmark game's binary-trees program
+//	memkit demo [flags]    run an HTTP service on plain Go and on memkit at one
+//	                       request rate and compare GC work and latency
 //	memkit version         print the build's version, Go version and platform
 //
 // Every result is printed with the goos, goarch, CPU, Go version and
@@ -57,9 +59,10 @@ const usage = `usage: memkit <command> [flags]
 commands:
   bench         run the benchmarks comparing memkit with other allocators
   binarytrees   run the benchmark game's binary-trees program with new or an arena
+  demo          run one HTTP service on plain Go and on memkit, compare GC work and latency
   version       print the version, Go version and platform
 
-Run 'memkit bench -h' for the bench flags, 'memkit binarytrees -h' for its.
+Run 'memkit <command> -h' for a command's flags.
 `
 
 // run is the whole command: main only calls it, so tests can run the CLI
@@ -74,6 +77,8 @@ func run(stdout, stderr io.Writer, args []string) error {
 		return runBench(stdout, stderr, args)
 	case "binarytrees":
 		return runBinaryTrees(stdout, stderr, args)
+	case "demo":
+		return runDemo(stdout, stderr, args)
 	case "version":
 		if len(args) > 0 {
 			return usagef("version takes no arguments")
@@ -84,7 +89,7 @@ func run(stdout, stderr io.Writer, args []string) error {
 		_, err := fmt.Fprint(stdout, usage)
 		return err
 	default:
-		return usagef("unknown command %q (want bench, binarytrees or version)", cmd)
+		return usagef("unknown command %q (want bench, binarytrees, demo or version)", cmd)
 	}
 }
 

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memkit/memkit/internal/e2e"
+)
+
+// syncWriter is a bytes.Buffer the demo writes to while the test reads it.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestDemo_PrometheusScrapes points a real Prometheus server at a running
+// memkit demo and waits until the series of every allocator the demo
+// publishes appear with non-zero values, as an operator's would.
+func TestDemo_PrometheusScrapes(t *testing.T) {
+	bin := e2e.PrometheusBinary(t)
+	listen := e2e.FreeLoopbackAddr(t)
+	var stdout, stderr syncWriter
+	done := make(chan error, 1)
+	go func() {
+		done <- run(&stdout, &stderr, []string{"demo", "--duration", "24s", "--rate", "500", "--conns", "4", "--listen", listen})
+	}()
+	// The demo prints its addresses once /metrics is being served.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "metrics:") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo did not start serving /metrics:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	want := fmt.Sprintf("metrics:    http://%s/metrics", listen)
+	if !strings.Contains(stderr.String(), want) {
+		t.Fatalf("the demo printed %q; want %q", stderr.String(), want)
+	}
+
+	p := e2e.StartPrometheus(t, bin, "http://"+listen+"/metrics")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, q := range []string{
+		`memkit_allocs_total{allocator="demo_bodies"}`,
+		`memkit_allocs_total{allocator="demo_arenas"}`,
+		`memkit_allocs_total{allocator="demo_audit"}`,
+		`memkit_reserved_bytes{allocator="demo_bodies"}`,
+		`sum(memkit_class_allocs_total{allocator="bytepool_default"})`,
+	} {
+		r := p.WaitFor(ctx, t, q, e2e.Positive)
+		t.Logf("%s = %v", q, r[0].Value)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("demo: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "responses differing") {
+		t.Fatalf("the demo printed no comparison:\n%s", stdout.String())
+	}
+}
