@@ -1,34 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/memkit/memkit/internal/e2e"
 )
-
-// syncWriter is a bytes.Buffer the demo writes to while the test reads it.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // TestDemo_PrometheusScrapes points a real Prometheus server at a running
 // memkit demo and waits until the series of every allocator the demo
@@ -36,7 +16,7 @@ func (w *syncWriter) String() string {
 func TestDemo_PrometheusScrapes(t *testing.T) {
 	bin := e2e.PrometheusBinary(t)
 	listen := e2e.FreeLoopbackAddr(t)
-	var stdout, stderr syncWriter
+	var stdout, stderr e2e.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(&stdout, &stderr, []string{"demo", "--duration", "24s", "--rate", "500", "--conns", "4", "--listen", listen})

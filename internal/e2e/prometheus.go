@@ -32,7 +32,7 @@ func PrometheusBinary(t testing.TB) string {
 // PromServer is a Prometheus server a test started on loopback.
 type PromServer struct {
 	URL    string // http://127.0.0.1:port
-	output *syncBuffer
+	output *SyncBuffer
 	exited chan struct{} // closed when the process has exited
 }
 
@@ -65,7 +65,7 @@ func StartPrometheus(t testing.TB, bin string, targets ...string) *PromServer {
 	}
 
 	addr := FreeLoopbackAddr(t)
-	p := &PromServer{URL: "http://" + addr, output: new(syncBuffer), exited: make(chan struct{})}
+	p := &PromServer{URL: "http://" + addr, output: new(SyncBuffer), exited: make(chan struct{})}
 	cmd := exec.Command(bin,
 		"--config.file="+cfgPath,
 		"--web.listen-address="+addr,
@@ -219,20 +219,20 @@ func Positive(r []Sample) bool {
 	return len(r) > 0
 }
 
-// syncBuffer is a bytes.Buffer safe to write from a process's output
+// SyncBuffer is a bytes.Buffer safe to write from a process's output
 // copier while the test reads it.
-type syncBuffer struct {
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
