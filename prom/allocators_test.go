@@ -1,0 +1,98 @@
+package memkitprom_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/arena"
+	"github.com/memkit/memkit/buddy"
+	"github.com/memkit/memkit/buffer"
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/prom"
+	"github.com/memkit/memkit/ringbuf"
+	"github.com/memkit/memkit/slab"
+)
+
+// TestCollector_EveryAllocator registers a collector for one of each memkit
+// allocator, each with something allocated, in one pedantic registry, and
+// checks that each reports its allocation: every allocator joins the
+// exporter through StatsSource alone.
+func TestCollector_EveryAllocator(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := bytepool.New()
+	must(err)
+	pool.Get(100)
+	sl, err := slab.NewArena(64, 1<<20, 2, nil)
+	must(err)
+	sl.Alloc(100)
+	ring, err := ringbuf.New(8, 64)
+	must(err)
+	must(ring.Write([]byte("record")))
+	ar := arena.NewArena()
+	arena.New[[4]*int](ar)
+	ap := arena.NewPool()
+	pa := ap.Get()
+	arena.New[int](pa)
+	ap.Put(pa) // a Pool reports its arenas' counters as of their last Put
+	bp, err := buffer.NewPool()
+	must(err)
+	bp.Get().WriteString("held")
+	fixed, err := buffer.NewFixedPool(4, 1024)
+	must(err)
+	fixed.Checkout()
+	ex, err := extent.New()
+	must(err)
+	ex.Malloc(100)
+	bd, err := buddy.New(1<<20, 64)
+	must(err)
+	bd.Alloc(100)
+
+	sources := map[string]memkit.StatsSource{
+		"bytepool": pool, "slab": sl, "ringbuf": ring, "arena": ar, "arena_pool": ap,
+		"buffer": bp, "fixedpool": fixed, "extent": ex, "buddy": bd,
+	}
+	reg := prometheus.NewPedanticRegistry()
+	for name, src := range sources {
+		reg.MustRegister(memkitprom.NewCollector(name, src))
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("pedantic gather: %v", err)
+	}
+	allocs := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "memkit_allocs_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "allocator" {
+					allocs[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	for name := range sources {
+		if allocs[name] < 1 {
+			t.Errorf("%s: memkit_allocs_total = %v; want at least 1 (all: %v)", name, allocs[name], allocs)
+		}
+	}
+	if t.Failed() {
+		var b strings.Builder
+		for name, src := range sources {
+			var s memkit.Stats
+			src.ReadStats(&s)
+			b.WriteString(name + ": " + s.String() + "\n")
+		}
+		t.Log(b.String())
+	}
+}
