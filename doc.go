@@ -24,9 +24,10 @@
 //	                                                    Shared yes
 //	buddy     buddy allocator over one region           no                 no            Go heap or off-heap
 //	offheap   mmap'd memory outside the Go heap         yes                yes           off-heap
-//
-// The arena (typed arenas) and buffer packages are planned; each will join
-// this table and report [Stats].
+//	arena     GC-safe typed arenas: New[T], MakeSlice,  Arena, Typed no;   yes           Go heap, typed chunks
+//	          Append, Reset; Typed[T]; Pool             Pool yes
+//	buffer    pooled Buffer, FixedPool, JSON writer,    Pool, FixedPool    no            Go heap (bytepool)
+//	          Slice and zero-copy Reader                yes; the rest no
 //
 // # Safety
 //
