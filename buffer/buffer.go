@@ -4,6 +4,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // Buffer is a growable byte buffer whose storage comes from bytepool and
@@ -35,8 +37,9 @@ import (
 //
 // After Free or Close, a Buffer must not be used: its header may already
 // serve another Get. With the memkitdebug build tag, any use then panics
-// with "memkit/buffer: use of a Buffer after Free or Close", and headers are
-// never reused.
+// with a report of a stale handle ("use of a Buffer after Free or Close")
+// and the stacks of the Buffer's Get and Free, and headers are never
+// reused (see the package's "Checked build").
 type Buffer struct {
 	buf  []byte // contents: buf[off:]; start and cap are the storage's own
 	off  int
@@ -61,25 +64,25 @@ const minRead = 512
 
 const maxInt = int(^uint(0) >> 1)
 
-// check panics if b was freed; only under memkitdebug.
-func (b *Buffer) check() {
+// check panics if b was freed; only in the checked build.
+func (b *Buffer) check(op string) {
 	if b.state == stFree {
-		panic(msgUseAfter)
+		b.stale(op)
 	}
 }
 
 // Len returns the number of unread bytes: len(b.Bytes()).
 func (b *Buffer) Len() int {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("Len")
 	}
 	return len(b.buf) - b.off
 }
 
 // Cap returns the capacity of the storage, read part included.
 func (b *Buffer) Cap() int {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("Cap")
 	}
 	return cap(b.buf)
 }
@@ -87,8 +90,8 @@ func (b *Buffer) Cap() int {
 // Bytes returns the unread bytes. The slice aliases the storage: it is
 // valid until the next write, Read, Reset, Truncate, Grow, Free or Close.
 func (b *Buffer) Bytes() []byte {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("Bytes")
 	}
 	return b.buf[b.off:]
 }
@@ -100,16 +103,16 @@ func (b *Buffer) String() string {
 	if b == nil {
 		return "<nil>"
 	}
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("String")
 	}
 	return string(b.buf[b.off:])
 }
 
 // Reset empties the buffer and keeps its storage for the next writes.
 func (b *Buffer) Reset() {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("Reset")
 	}
 	b.buf = b.buf[:0]
 	b.off = 0
@@ -119,8 +122,8 @@ func (b *Buffer) Reset() {
 // It panics with "memkit/buffer: Truncate out of range" unless
 // 0 <= n <= b.Len().
 func (b *Buffer) Truncate(n int) {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("Truncate")
 	}
 	if n == 0 {
 		b.Reset()
@@ -138,8 +141,8 @@ func (b *Buffer) Truncate(n int) {
 // buffer it returns io.ErrShortWrite, changing nothing, if n bytes more
 // would pass the pool's size; otherwise nil.
 func (b *Buffer) Grow(n int) error {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("Grow")
 	}
 	if n < 0 {
 		panic(msgNegative)
@@ -154,8 +157,8 @@ func (b *Buffer) Grow(n int) error {
 // buffer that p would take past the pool's size, 0, io.ErrShortWrite, and
 // nothing is written.
 func (b *Buffer) Write(p []byte) (int, error) {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("Write")
 	}
 	if len(p) > cap(b.buf)-len(b.buf) && !b.grow(len(p)) {
 		return 0, b.refuse()
@@ -170,8 +173,8 @@ func (b *Buffer) Write(p []byte) (int, error) {
 
 // WriteString appends s, as [Buffer.Write].
 func (b *Buffer) WriteString(s string) (int, error) {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("WriteString")
 	}
 	if len(s) > cap(b.buf)-len(b.buf) && !b.grow(len(s)) {
 		return 0, b.refuse()
@@ -184,8 +187,8 @@ func (b *Buffer) WriteString(s string) (int, error) {
 
 // WriteByte appends c, as [Buffer.Write].
 func (b *Buffer) WriteByte(c byte) error {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("WriteByte")
 	}
 	l := len(b.buf)
 	if l == cap(b.buf) {
@@ -203,8 +206,8 @@ func (b *Buffer) WriteByte(c byte) error {
 // nothing is left it empties the buffer and returns io.EOF (0, nil if p is
 // empty).
 func (b *Buffer) Read(p []byte) (int, error) {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("Read")
 	}
 	if b.off == len(b.buf) {
 		b.buf = b.buf[:0]
@@ -223,8 +226,8 @@ func (b *Buffer) Read(p []byte) (int, error) {
 // bytes.Buffer.WriteTo: the bytes written are consumed, and a short write
 // without an error returns io.ErrShortWrite.
 func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("WriteTo")
 	}
 	m := len(b.buf) - b.off
 	if m == 0 {
@@ -256,8 +259,8 @@ func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
 // io.ErrShortWrite, r having been read one byte past. Other buffers make
 // room for 512 bytes before each Read, as bytes.Buffer.
 func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("ReadFrom")
 	}
 	var total int64
 	for {
@@ -305,8 +308,8 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 // It returns nil; for a [Strict] [FixedPool] buffer without room,
 // io.ErrShortWrite, and nothing is written.
 func (b *Buffer) AppendInt(i int64, base int) error {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("AppendInt")
 	}
 	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
 		b.buf = appendInt(b.buf, i)
@@ -319,8 +322,8 @@ func (b *Buffer) AppendInt(i int64, base int) error {
 // AppendUint appends the unsigned integer u in the given base, as
 // strconv.AppendUint; errors as [Buffer.AppendInt].
 func (b *Buffer) AppendUint(u uint64, base int) error {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("AppendUint")
 	}
 	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
 		b.buf = appendUint(b.buf, u)
@@ -333,8 +336,8 @@ func (b *Buffer) AppendUint(u uint64, base int) error {
 // AppendFloat appends f formatted as strconv.AppendFloat(dst, f, fmt, prec,
 // bitSize) does; errors as [Buffer.AppendInt].
 func (b *Buffer) AppendFloat(f float64, fmt byte, prec, bitSize int) error {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("AppendFloat")
 	}
 	b.reserve(32)
 	return b.commit(strconv.AppendFloat(b.buf, f, fmt, prec, bitSize))
@@ -342,8 +345,8 @@ func (b *Buffer) AppendFloat(f float64, fmt byte, prec, bitSize int) error {
 
 // AppendBool appends "true" or "false"; errors as [Buffer.AppendInt].
 func (b *Buffer) AppendBool(v bool) error {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("AppendBool")
 	}
 	b.reserve(5)
 	return b.commit(strconv.AppendBool(b.buf, v))
@@ -352,8 +355,8 @@ func (b *Buffer) AppendBool(v bool) error {
 // AppendQuote appends s as a double-quoted Go string literal, as
 // strconv.AppendQuote; errors as [Buffer.AppendInt].
 func (b *Buffer) AppendQuote(s string) error {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("AppendQuote")
 	}
 	b.reserve(len(s) + 2)
 	return b.commit(strconv.AppendQuote(b.buf, s))
@@ -362,8 +365,8 @@ func (b *Buffer) AppendQuote(s string) error {
 // AppendTime appends t formatted by layout, as t.AppendFormat; errors as
 // [Buffer.AppendInt].
 func (b *Buffer) AppendTime(t time.Time, layout string) error {
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("AppendTime")
 	}
 	b.reserve(len(layout) + 16)
 	return b.commit(t.AppendFormat(b.buf, layout))
@@ -403,7 +406,7 @@ func (b *Buffer) refuse() error {
 
 // grow makes room for n more bytes after len(b.buf), n > 0. It reports
 // false, changing nothing, when a Strict FixedPool buffer would pass its
-// size.
+// size, or an Expand one its pool's budget.
 func (b *Buffer) grow(n int) bool {
 	l := len(b.buf) - b.off
 	c := cap(b.buf)
@@ -432,6 +435,14 @@ func (b *Buffer) grow(n int) bool {
 	if c == 0 {
 		size = max(need, p.defaultSize())
 	}
+	if checked.Enabled {
+		// Ask for the whole class: a Buffer writes up to the capacity, and
+		// bytepool's checked build guards the slack past the length asked.
+		size = p.bp.ClassSize(size)
+	}
+	if b.fp != nil && b.fp.budget != nil && !b.fp.chargeGrowth(b, p.bp.ClassSize(size)) {
+		return false
+	}
 	nb := p.bp.Get(size)[:l]
 	copy(nb, b.buf[b.off:])
 	if b.owned {
@@ -454,14 +465,29 @@ func (b *Buffer) grow(n int) bool {
 // serves its new owner and the second Free cannot be told from the
 // owner's. Build with memkitdebug to catch every late use.
 func (b *Buffer) Free() {
+	if checked.Enabled && b.tracked() {
+		b.checkFree("Free")
+	}
 	if b.fp != nil {
 		if b.fp.close(b) != nil {
+			if checked.Enabled {
+				b.doubleFree("Free")
+			}
 			panic(msgDoubleFree)
+		}
+		if checked.Enabled {
+			b.untrack("Free")
 		}
 		return
 	}
 	if b.state == stFree {
+		if checked.Enabled && b.tracked() {
+			b.doubleFree("Free")
+		}
 		panic(msgDoubleFree)
+	}
+	if checked.Enabled && b.tracked() {
+		b.untrack("Free")
 	}
 	b.release()
 }
@@ -470,11 +496,21 @@ func (b *Buffer) Free() {
 // it returns [ErrClosed] and changes nothing. It is how a [FixedPool]
 // checkout goes back to its pool (io.Closer).
 func (b *Buffer) Close() error {
+	if checked.Enabled && b.tracked() {
+		b.checkFree("Close")
+	}
 	if b.fp != nil {
-		return b.fp.close(b)
+		err := b.fp.close(b)
+		if checked.Enabled && err == nil {
+			b.untrack("Close")
+		}
+		return err
 	}
 	if b.state == stFree {
 		return ErrClosed
+	}
+	if checked.Enabled && b.tracked() {
+		b.untrack("Close")
 	}
 	b.release()
 	return nil
@@ -497,7 +533,7 @@ func (b *Buffer) release() {
 	b.buf, b.off, b.owned = nil, 0, false
 	if b.hdr {
 		b.state = stFree
-		if !debug {
+		if !checked.Enabled {
 			p.hdrs.Put(b)
 		}
 	}

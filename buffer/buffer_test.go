@@ -17,6 +17,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -27,6 +28,35 @@ func mustPool(t testing.TB, opts ...buffer.Option) *buffer.Pool {
 		t.Fatalf("NewPool: %v", err)
 	}
 	return p
+}
+
+// checkDoubleFree fails t unless f panics as a second Free does: with
+// "memkit/buffer: double free" in the release build, with a report of a
+// double free in the checked build.
+func checkDoubleFree(t *testing.T, f func()) {
+	t.Helper()
+	if !checked.Enabled {
+		memtest.CheckPanic(t, "memkit/buffer: double free", f)
+		return
+	}
+	if m := misuseOf(f); m == nil || m.Allocator != "buffer" || m.Op != "Free" || m.Kind != checked.DoubleFree {
+		t.Fatalf("second Free: misuse %v; want a double free", m)
+	}
+}
+
+// misuseOf runs f and returns the *checked.Misuse it panicked with, or nil
+// if it returned; any other panic goes on.
+func misuseOf(f func()) (m *checked.Misuse) {
+	defer func() {
+		if r := recover(); r != nil {
+			var ok bool
+			if m, ok = r.(*checked.Misuse); !ok {
+				panic(r)
+			}
+		}
+	}()
+	f()
+	return nil
 }
 
 func readStats(s memkit.StatsSource) memkit.Stats {
@@ -142,7 +172,7 @@ func TestBuffer_Panics(t *testing.T) {
 	memtest.CheckPanic(t, "memkit/buffer: negative size", func() { buffer.GetSize(-1) })
 	memtest.CheckPanic(t, "memkit/buffer: invalid Read count", func() { b.ReadFrom(badReader{}) })
 	b.Free()
-	memtest.CheckPanic(t, "memkit/buffer: double free", func() { b.Free() })
+	checkDoubleFree(t, func() { b.Free() })
 	if err := b.Close(); !errors.Is(err, buffer.ErrClosed) {
 		t.Fatalf("Close after Free = %v", err)
 	}

@@ -61,9 +61,60 @@
 //     is caught even after one more checkout.
 //   - Using a Buffer after Free or Close is a bug the release build does
 //     not detect (a FixedPool buffer is at least detached from its storage
-//     at Close). Built with the memkitdebug tag, every method then panics
-//     with "memkit/buffer: use of a Buffer after Free or Close", and no
-//     header is ever reused.
+//     at Close). The checked build reports it.
+//
+// # Checked build
+//
+// Built with -tags memkitdebug, a [Pool] and a [FixedPool] record every
+// Buffer they hand out (its header's address and the stack of the Get or
+// Checkout), never reuse a header, and turn each of these mistakes into a
+// panic whose value, an error (memkit's internal checked.Misuse), names the
+// allocator ("buffer"), the operation and the kind of mistake —
+// "memkit/buffer: Free: double free at 0x..." — and prints the stacks that
+// explain it:
+//
+//   - a second Free (DoubleFree, with the stacks of the Get and of the first
+//     Free), however late: the header is never handed out again. A second
+//     Close is no mistake: it returns [ErrClosed] as in the release build;
+//   - a Free or Close of a copy of a Buffer (ForeignFree), which would hand
+//     back storage the original still uses;
+//   - any method call on a Buffer after its Free or Close, the JSON writer's
+//     included (StaleHandle, "use of a Buffer after Free or Close", with
+//     the stacks of its Get and Free);
+//   - a write through a view kept after a FixedPool buffer's Close
+//     (UseAfterFree): Close fills the storage with poison and the next
+//     Checkout of it checks it, naming the byte and the previous owner's
+//     stacks. A Pool's storage is bytepool's, whose checked build does the
+//     same (its reports name the allocator "bytepool");
+//   - a write past a FixedPool buffer's capacity, which only unsafe code can
+//     make (Overflow): each buffer is followed by 16 guard bytes, checked at
+//     Close;
+//   - [Slice.PushOwned] of a slice that is not a live buffer of
+//     bytepool.Default with the start and capacity Get gave it (MovedFree,
+//     DoubleFree or ForeignFree), reported at the push rather than at the
+//     Free that would put it back.
+//
+// memkit.Leaks(pool) lists the Buffers a Pool (buffer.Default() included)
+// or a FixedPool handed out and has not had back, with the stacks of their
+// Get or Checkout. A Buffer's storage then comes from bytepool a whole
+// class at a time, since a Buffer writes up to its capacity. The checked
+// build costs two stack captures and a map update per Get, Checkout, Free
+// and Close (and bytepool's, for the storage), a fresh header per Get, and
+// a fill and a scan of a FixedPool buffer per Close and Checkout: a
+// Get/Free or Checkout/Close pair takes microseconds instead of
+// nanoseconds, hundreds of times slower than the release build, which pays
+// nothing for any of it (the checks are behind a constant). Use it in tests
+// and staging, not in production.
+//
+// # Budgets
+//
+// A FixedPool's count×size bytes are reserved at [NewFixedPool]; [WithBudget]
+// bounds what its misses and expansions take from the heap on top (at the
+// budget an expansion is refused as [Strict] refuses, and
+// [FixedPool.TryCheckout] reports false), and [WithBudgetAlert] calls back
+// when that crosses a threshold. A Pool's budget is its bytepool's. Both
+// are charged on slow paths only: the Checkout and Close of a reserved
+// buffer never touch them.
 //
 // # Statistics
 //

@@ -54,7 +54,6 @@ const (
 const (
 	msgNegative    = "memkit/buffer: negative size"
 	msgDoubleFree  = "memkit/buffer: double free"
-	msgUseAfter    = "memkit/buffer: use of a Buffer after Free or Close"
 	msgTruncate    = "memkit/buffer: Truncate out of range"
 	msgNegativeCnt = "memkit/buffer: negative read count"
 	msgTooLarge    = "memkit/buffer: too large"

@@ -1,11 +1,15 @@
 package buffer
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/memkit/memkit/internal/checked"
+)
 
 // Test-only access to internals.
 
 // Debug reports whether the memkitdebug checks are compiled in.
-const Debug = debug
+const Debug = checked.Enabled
 
 // AppendDec appends u in decimal by the package's own formatting.
 func AppendDec(dst []byte, u uint64) []byte {

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -55,7 +57,15 @@ import (
 // storage, so that a stale write lands in fresh memory rather than in the
 // next user's buffer. With the memkitdebug build tag every checkout gets a
 // header of its own, every stale Close returns ErrClosed and every other
-// stale use panics.
+// stale use panics (see the package's "Checked build").
+//
+// # Budget
+//
+// The count×size bytes reserved at NewFixedPool are the pool's own. What
+// misses and expansions take from the heap may be bounded with
+// [WithBudget] and watched with [WithBudgetAlert]: at the budget an
+// expansion is refused as under [Strict] and [FixedPool.TryCheckout]
+// reports false; Checkout still hands out a miss.
 type FixedPool struct {
 	size   int
 	strict bool
@@ -64,7 +74,15 @@ type FixedPool struct {
 	slots  []fixedSlot
 	shards []fixedShard
 	mask   uintptr // len(shards) - 1
+
+	budget *budget.Budget   // misses and expansions; nil: no limit, no alert
+	track  *checked.Tracker // checked build only: the checkouts out
 }
+
+// slotGuard is the gap of guard bytes after each slot in the checked build,
+// where a write past a buffer's capacity (made through unsafe) lands and
+// is reported at Close.
+const slotGuard = 16
 
 // fixedSlot is one buffer of the pool. Its home shard, index & mask,
 // guards its fields.
@@ -72,15 +90,15 @@ type fixedSlot struct {
 	next int32   // the next idle slot in the shard's free list, or -1
 	out  uint8   // 0 while idle, else 1 + the index of the header out
 	flip uint8   // the header the next checkout uses
-	dbg  *Buffer // memkitdebug: the header out, or nil
+	dbg  *Buffer // checked build: the header of the last checkout, or nil
 	hdr  [2]Buffer
 }
 
 // isOut reports whether b is the header through which the slot is checked
 // out; the slot's home shard must be locked.
 func (sl *fixedSlot) isOut(b *Buffer) bool {
-	if debug {
-		return sl.dbg == b
+	if checked.Enabled {
+		return sl.out != 0 && sl.dbg == b
 	}
 	return sl.out != 0 && &sl.hdr[sl.out-1] == b
 }
@@ -101,22 +119,29 @@ type fixedShard struct {
 }
 
 // NewFixedPool reserves count buffers of size bytes and returns the pool,
-// or an error naming the bad parameter or option. It reads [WithOverflow]
-// and [WithBytePool] (the storage of expanded buffers, default: the default
-// Pool's).
+// or an error naming the bad parameter or option. It reads [WithOverflow],
+// [WithBytePool] (the storage of expanded buffers, default: the default
+// Pool's), [WithBudget] and [WithBudgetAlert].
 func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 	cfg := newConfig(opts)
+	stride := size
+	if checked.Enabled {
+		stride += slotGuard
+	}
 	switch {
 	case count < 1 || count > 1<<31-1:
 		return nil, errorf("count %d must be between 1 and 2^31-1", count)
 	case size < 1:
 		return nil, errorf("size %d must be at least 1", size)
-	case size > maxInt/count:
+	case size > maxInt/count || stride > maxInt/count || stride < size:
 		return nil, errorf("count %d × size %d overflows an int", count, size)
 	case cfg.setDefault:
 		return nil, errorf("DefaultSize applies to a Pool only")
 	case cfg.overflow != Expand && cfg.overflow != Strict:
 		return nil, errorf("Overflow %d is neither Expand nor Strict", int(cfg.overflow))
+	}
+	if err := cfg.budgetErr(); err != nil {
+		return nil, err
 	}
 	grow := Default()
 	if cfg.bytes != nil {
@@ -136,10 +161,18 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 		size:   size,
 		strict: cfg.overflow == Strict,
 		pool:   grow,
-		mem:    make([]byte, count*size),
+		mem:    make([]byte, count*stride),
 		slots:  make([]fixedSlot, count),
 		shards: make([]fixedShard, n),
 		mask:   uintptr(n - 1),
+	}
+	if cfg.setBudget || cfg.alertFn != nil {
+		p.budget = budget.New(cfg.budget, cfg.alertAt, cfg.alertFn)
+	}
+	if checked.Enabled {
+		p.track = checked.NewTracker("buffer")
+		checked.Register(p, p.track)
+		p.poisonAll()
 	}
 	for i := range p.shards {
 		p.shards[i].top = -1
@@ -172,7 +205,21 @@ func (p *FixedPool) Checkout() *Buffer {
 		return p.take(s, i)
 	}
 	s.unlock()
-	return p.checkoutSlow(h)
+	return p.checkoutSlow(h, false)
+}
+
+// TryCheckout is [FixedPool.Checkout] that, when no buffer is idle and a
+// fresh one would pass the pool's budget ([WithBudget]), returns nil and
+// false, changing nothing but Stats.Failures, instead of making a miss.
+// Without a budget it always succeeds.
+func (p *FixedPool) TryCheckout() (*Buffer, bool) {
+	s, h := p.lockShard()
+	if i := s.top; i >= 0 {
+		return p.take(s, i), true
+	}
+	s.unlock()
+	b := p.checkoutSlow(h, true)
+	return b, b != nil
 }
 
 // take pops slot i, the top of locked shard s, unlocks s and returns the
@@ -182,30 +229,24 @@ func (p *FixedPool) take(s *fixedShard, i int32) *Buffer {
 	s.top = sl.next
 	s.idle--
 	s.hits++
-	var b *Buffer
-	if debug {
-		b = &Buffer{pool: p.pool, fp: p, slot: i}
-		sl.dbg = b
-	} else {
-		b = &sl.hdr[sl.flip]
-		sl.out = sl.flip + 1
-		sl.flip ^= 1
+	if checked.Enabled {
+		return p.takeChecked(s, sl, i)
 	}
+	b := &sl.hdr[sl.flip]
+	sl.out = sl.flip + 1
+	sl.flip ^= 1
 	s.unlock()
 	// The header's pool, fp and slot never change, and Close left off and
-	// owned zero: only the storage is set (and, for memkitdebug's checks,
-	// the state).
+	// owned zero: only the storage is set.
 	off := int(i) * p.size
 	b.buf = p.mem[off : off : off+p.size]
-	if debug {
-		b.state = stLive
-	}
 	return b
 }
 
 // checkoutSlow looks for an idle buffer in every shard after the home
-// shard h, and makes a miss if there is none.
-func (p *FixedPool) checkoutSlow(h uintptr) *Buffer {
+// shard h, and makes a miss if there is none. With try, it returns nil,
+// counting a failure, if the miss would pass the budget.
+func (p *FixedPool) checkoutSlow(h uintptr, try bool) *Buffer {
 	for k := uintptr(1); k <= p.mask; k++ {
 		s := &p.shards[(h+k)&p.mask]
 		s.lock()
@@ -214,10 +255,21 @@ func (p *FixedPool) checkoutSlow(h uintptr) *Buffer {
 		}
 		s.unlock()
 	}
+	if p.budget != nil {
+		if !try {
+			p.budget.Charge(int64(p.size))
+		} else if !p.budget.TryCharge(int64(p.size)) {
+			p.countRefusal()
+			return nil
+		}
+	}
 	b := &Buffer{buf: make([]byte, 0, p.size), pool: p.pool, fp: p, slot: -1}
 	s, _ := p.lockShard()
 	s.misses++
 	s.unlock()
+	if checked.Enabled {
+		p.track.Alloc(uintptr(unsafe.Pointer(b)), p.size, checked.SkipWithin(pkgPath))
+	}
 	return b
 }
 
@@ -229,8 +281,15 @@ func (p *FixedPool) close(b *Buffer) error {
 			p.count(func(s *fixedShard) { s.badCloses++ })
 			return ErrClosed
 		}
+		charged := p.size
+		if b.owned {
+			charged = cap(b.buf)
+		}
 		p.dropStorage(b)
 		p.count(func(s *fixedShard) { s.missCloses++ })
+		if p.budget != nil {
+			p.budget.Release(int64(charged))
+		}
 		return nil
 	}
 	s := &p.shards[uintptr(b.slot)&p.mask]
@@ -242,9 +301,10 @@ func (p *FixedPool) close(b *Buffer) error {
 		return ErrClosed
 	}
 	sl.out = 0
-	if debug {
-		sl.dbg = nil
+	if checked.Enabled {
+		// sl.dbg stays: a write after Close is reported with its stacks.
 		b.state = stFree
+		p.poison(int(b.slot))
 	}
 	grown, owned := b.buf, b.owned
 	// Detach the storage (a stale write then grows into fresh memory
@@ -257,6 +317,9 @@ func (p *FixedPool) close(b *Buffer) error {
 	s.unlock()
 	if owned {
 		p.pool.bp.Put(grown)
+		if p.budget != nil {
+			p.budget.Release(int64(cap(grown)))
+		}
 	}
 	return nil
 }

@@ -486,12 +486,13 @@ func FuzzReader(f *testing.F) {
 }
 
 // FuzzFixedPool decodes the input into Checkout, writes (some past the
-// pool's size), Close, double Close and stale Close on one goroutine, and
-// checks them against a model of the pool: hits while a buffer is idle,
-// misses after, expansions once per checkout under Expand, refusals under
-// Strict, ErrClosed for every Close of a buffer no longer checked out, and
-// Len and the stats equal to the model's counts. A memtest.Model checks
-// that no two live buffers overlap and that their bytes stay as written.
+// pool's size), Close, a second Close or Free, and stale Close on one
+// goroutine, and checks them against a model of the pool: hits while a
+// buffer is idle, misses after, expansions once per checkout under Expand,
+// refusals under Strict, ErrClosed for every Close of a buffer no longer
+// checked out (a double-free panic for a Free), and Len and the stats equal
+// to the model's counts. A memtest.Model checks that no two live buffers
+// overlap and that their bytes stay as written.
 func FuzzFixedPool(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 1, 10, 2, 0, 3, 0, 0, 1, 50, 2, 1})
 	f.Add([]byte{1, 0, 1, 100, 0, 1, 70, 2, 0, 3, 0, 4, 0, 0, 0, 0})
@@ -621,8 +622,12 @@ func FuzzFixedPool(f *testing.F) {
 					continue
 				}
 				before := p.Len()
-				if err := b.Close(); err != buffer.ErrClosed {
-					t.Fatalf("step %d: second Close = %v", step, err)
+				if ops.Byte()&1 == 0 {
+					if err := b.Close(); err != buffer.ErrClosed {
+						t.Fatalf("step %d: second Close = %v", step, err)
+					}
+				} else {
+					checkDoubleFree(t, func() { b.Free() })
 				}
 				bad++
 				if p.Len() != before {

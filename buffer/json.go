@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // MaxJSONDepth is the deepest nesting of arrays and objects a [JSON] writer
@@ -114,8 +116,8 @@ func (j *JSON) fail(err error) {
 // value. It reports false if the value must not be written.
 func (j *JSON) value(n int) bool {
 	b := j.b
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("JSON")
 	}
 	if l := len(b.buf); j.st == stArrNext && cap(b.buf)-l > n {
 		b.buf = b.buf[:l+1]
@@ -188,8 +190,8 @@ func (j *JSON) Uint(v uint64) { j.putUint(v, 0) }
 func (j *JSON) putUint(u uint64, neg int) {
 	n := decLen(u) + neg
 	b := j.b
-	if debug {
-		b.check()
+	if checked.Enabled {
+		b.check("JSON")
 	}
 	l := len(b.buf)
 	if j.st == stArrNext && cap(b.buf)-l > n {
@@ -392,8 +394,8 @@ func (j *JSON) EndObject() {
 }
 
 func (j *JSON) end(c byte) {
-	if debug {
-		j.b.check()
+	if checked.Enabled {
+		j.b.check("JSON")
 	}
 	if !j.room(1) {
 		return
@@ -429,8 +431,8 @@ func (j *JSON) Key(k string) {
 		j.fail(errKeyOutside)
 		return
 	}
-	if debug {
-		j.b.check()
+	if checked.Enabled {
+		j.b.check("JSON")
 	}
 	n, plain := j.quotedLen(k)
 	if !j.room(comma + n + 1) {

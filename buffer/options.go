@@ -20,7 +20,8 @@ const (
 	// from the Go heap (through bytepool) and goes on: the write succeeds
 	// and the pool counts an expansion. On Close the larger storage is
 	// returned to bytepool and the pool keeps the buffer at its original
-	// size.
+	// size. Past the pool's budget ([WithBudget]) the write is refused as
+	// under Strict.
 	Expand Overflow = iota
 	// Strict refuses the write with io.ErrShortWrite and writes nothing:
 	// a buffer never holds more than the pool's size. ReadFrom keeps what
@@ -45,8 +46,11 @@ type config struct {
 	bytes       *bytepool.Pool
 	defaultSize int // 0: calibrate
 	overflow    Overflow
+	budget      int64 // 0: none
+	alertAt     int64
+	alertFn     func(used int64, above bool)
 
-	setDefault, setOverflow bool
+	setDefault, setOverflow, setBudget bool
 }
 
 // WithBytePool sets the bytepool.Pool buffers take their storage from
@@ -67,6 +71,50 @@ func WithDefaultSize(n int) Option {
 // the pool's size (default [Expand]). Read by [NewFixedPool] only.
 func WithOverflow(o Overflow) Option {
 	return func(c *config) { c.overflow, c.setOverflow = o, true }
+}
+
+// WithBudget bounds the bytes taken from the heap, beyond what is reserved
+// up front (default: no bound); n must be positive.
+//
+// For a [FixedPool] the count×size bytes reserved at [NewFixedPool] are
+// its own; the budget bounds what misses (a fresh buffer of the pool's size
+// when none is idle) and expansions (storage from bytepool when a write
+// outgrows an [Expand] buffer) hold while they are live. At the budget an
+// expansion is refused as under [Strict] — io.ErrShortWrite, nothing
+// written, counted in Stats.Failures — and [FixedPool.TryCheckout] reports
+// false instead of making a miss (Stats.Failures too). [FixedPool.Checkout]
+// never fails: it still hands out a miss, counted in Stats.HeapFallbacks
+// and charged, so the budget may be passed by the misses Checkout makes.
+//
+// For a [Pool], whose storage all comes from bytepool, it is the budget of
+// the bytepool the Pool makes for itself (bytepool.WithBudget: at the
+// budget, storage falls back to the heap, counted in Stats.HeapFallbacks);
+// with [WithBytePool], set the budget on that bytepool instead.
+func WithBudget(n int64) Option {
+	return func(c *config) { c.budget, c.setBudget = n, true }
+}
+
+// WithBudgetAlert calls fn when the bytes charged to the budget (see
+// [WithBudget]; no limit is needed) rise to threshold or more (above true)
+// and when they fall back below it (above false), once per crossing, for
+// load shedding. threshold must be positive. For a [FixedPool] the bytes
+// charged are those of live misses and expansions: fn is called on those
+// slow paths only, never by the Checkout or Close of a reserved buffer. For
+// a [Pool] it is bytepool.WithBudgetAlert on the Pool's own bytepool. fn
+// must be quick and must not block.
+func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
+	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+}
+
+// budgetErr checks the budget options.
+func (c *config) budgetErr() error {
+	if c.setBudget && c.budget < 1 {
+		return errorf("Budget %d must be positive", c.budget)
+	}
+	if c.alertFn != nil && c.alertAt < 1 {
+		return errorf("BudgetAlert threshold %d must be positive", c.alertAt)
+	}
+	return nil
 }
 
 func newConfig(opts []Option) config {

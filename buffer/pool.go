@@ -4,8 +4,10 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -44,19 +46,35 @@ type Pool struct {
 	hdrs      sync.Pool
 	fixedSize int // WithDefaultSize, or 0 to calibrate
 	cal       calibrator
+	track     *checked.Tracker // checked build only: the Buffers out
 }
 
 // NewPool returns a pool configured by opts ([WithBytePool],
-// [WithDefaultSize]), or an error naming the first invalid option.
+// [WithDefaultSize], and [WithBudget] and [WithBudgetAlert] for the
+// bytepool it makes when not given one), or an error naming the first
+// invalid option.
 func NewPool(opts ...Option) (*Pool, error) {
 	cfg := newConfig(opts)
 	if cfg.setOverflow {
 		return nil, errorf("Overflow applies to a FixedPool only")
 	}
+	if err := cfg.budgetErr(); err != nil {
+		return nil, err
+	}
 	bp := cfg.bytes
+	if bp != nil && (cfg.setBudget || cfg.alertFn != nil) {
+		return nil, errorf("Budget and BudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New")
+	}
 	if bp == nil {
+		var bopts []bytepool.Option
+		if cfg.setBudget {
+			bopts = append(bopts, bytepool.WithBudget(cfg.budget))
+		}
+		if cfg.alertFn != nil {
+			bopts = append(bopts, bytepool.WithBudgetAlert(cfg.alertAt, cfg.alertFn))
+		}
 		var err error
-		if bp, err = bytepool.New(); err != nil {
+		if bp, err = bytepool.New(bopts...); err != nil {
 			return nil, err
 		}
 	}
@@ -67,6 +85,10 @@ func NewPool(opts ...Option) (*Pool, error) {
 	}
 	p := &Pool{bp: bp, fixedSize: cfg.defaultSize}
 	p.cal.max = int64(maxSize)
+	if checked.Enabled {
+		p.track = checked.NewTracker("buffer")
+		checked.Register(p, p.track)
+	}
 	return p, nil
 }
 
@@ -78,6 +100,9 @@ func (p *Pool) Get() *Buffer {
 		b = &Buffer{pool: p, hdr: true}
 	}
 	b.state = stLive
+	if checked.Enabled {
+		p.track.Alloc(uintptr(unsafe.Pointer(b)), 0, checked.SkipWithin(pkgPath))
+	}
 	return b
 }
 
@@ -90,8 +115,14 @@ func (p *Pool) GetSize(n int) *Buffer {
 	}
 	b := p.Get()
 	if n > 0 {
+		if checked.Enabled {
+			n = p.bp.ClassSize(n) // see Buffer.grow
+		}
 		b.buf = p.bp.Get(n)[:0]
 		b.owned = true
+	}
+	if checked.Enabled {
+		p.track.Alloc(uintptr(unsafe.Pointer(b)), n, checked.SkipWithin(pkgPath))
 	}
 	return b
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // Slice is an ordered list of byte segments read as one stream of bytes:
@@ -68,7 +69,13 @@ func (s *Slice) Push(bs ...[]byte) {
 // PushOwned appends b, a buffer from bytepool.Get (the default bytepool,
 // bytepool.Default), with the start and capacity Get gave it; its length
 // may be shorter. The Slice owns b from then on: [Slice.Free] puts it back.
+// The checked build panics at once if b is not such a buffer (see the
+// package's "Checked build"); the release build finds out, as bytepool's
+// Put does, when the Slice gives it back.
 func (s *Slice) PushOwned(b []byte) {
+	if checked.Enabled {
+		checkOwned(b)
+	}
 	if s.own == nil {
 		s.own = make([][]byte, len(s.segs), cap(s.segs))
 	}

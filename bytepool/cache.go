@@ -1,6 +1,10 @@
 package bytepool
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/memkit/memkit/internal/checked"
+)
 
 // Cache is a per-goroutine front for a [Pool]: its own free list per class,
 // refilled from and spilled to the pool in batches, for hot loops where even
@@ -28,7 +32,7 @@ type Cache struct {
 	tabMax    int
 	stepMask  int
 	stepShift uint
-	plain     bool // the pool is neither Bounded nor zeroing
+	plain     bool // the pool is neither Bounded nor zeroing nor checked
 
 	lists []cacheList
 	p     *Pool
@@ -117,6 +121,9 @@ func (c *Cache) Put(b []byte) {
 // checks what comes back.
 func (c *Cache) putSlow(b []byte) {
 	p := c.p
+	if checked.Enabled {
+		p.checkPut(b)
+	}
 	size := cap(b)
 	cl := p.exact(size)
 	if cl < 0 {
@@ -158,9 +165,12 @@ func (c *Cache) refill(cl, n int) []byte {
 			// from the shards or falls back to the heap.
 			return p.Get(n)
 		}
+		if p.budget != nil && !p.budget.TryCharge(int64(p.sizes[cl])) {
+			return p.fallback(cl, n)
+		}
 		l.allocs++
 		l.grows++
-		return p.handOut(unsafe.Pointer(unsafe.SliceData(make([]byte, p.sizes[cl]))), cl, n)
+		return p.handOut(p.newBuffer(cl), cl, n)
 	}
 	ptr := want[got-1]
 	want[got-1] = nil
@@ -181,11 +191,14 @@ func (c *Cache) spill(cl int) {
 	move := l.bufs[len(l.bufs)-half:]
 	d := &c.p.depots[cl]
 	d.mu.Lock()
-	d.give(move)
+	dropped := c.p.stash(d, cl, move)
 	c.fold(d, l)
 	d.mu.Unlock()
 	clear(move)
 	l.bufs = l.bufs[:len(l.bufs)-half]
+	if dropped > 0 {
+		c.p.budget.Release(dropped)
+	}
 }
 
 // fold adds l's unfolded counters to d; d.mu must be held.
@@ -199,6 +212,7 @@ func (c *Cache) fold(d *depot, l *cacheList) {
 // Release returns every buffer the Cache holds to the pool and folds its
 // counters into the pool's stats. The Cache stays usable.
 func (c *Cache) Release() {
+	var dropped int64
 	for cl := range c.lists {
 		l := &c.lists[cl]
 		if len(l.bufs) == 0 && l.allocs == 0 && l.frees == 0 && l.grows == 0 {
@@ -206,10 +220,13 @@ func (c *Cache) Release() {
 		}
 		d := &c.p.depots[cl]
 		d.mu.Lock()
-		d.give(l.bufs)
+		dropped += c.p.stash(d, cl, l.bufs)
 		c.fold(d, l)
 		d.mu.Unlock()
 		clear(l.bufs)
 		l.bufs = l.bufs[:0]
+	}
+	if dropped > 0 {
+		c.p.budget.Release(dropped)
 	}
 }

@@ -55,6 +55,56 @@
 //     double free". An Elastic pool holds no per-buffer state, so it cannot
 //     tell; the buffer then lives twice in the pool, which is memory-safe for
 //     the GC but lets two users share it.
+//   - An Elastic pool cannot tell either a buffer it never handed out, or one
+//     re-sliced past its start, from its own when the capacity is a class's:
+//     it keeps it. That is memory-safe while the caller, having given the
+//     memory up, does not touch it again.
+//
+// # Checked build
+//
+// Built with -tags memkitdebug, a pool records every buffer it hands out
+// (its address, the length asked for and the stack of the Get) and turns
+// each of these mistakes into a panic whose value, an error (memkit's
+// internal checked.Misuse), names the allocator, the operation and the
+// kind of mistake — "memkit/bytepool: Put: double free at 0x..." — and
+// prints the stacks that explain it:
+//
+//   - a second Put (Kind DoubleFree, in every policy, with the stacks of the
+//     Get and of the first Put);
+//   - a Put of memory the pool never handed out (ForeignFree), whatever
+//     its capacity;
+//   - a Put of a re-sliced buffer whose start or capacity moved (MovedFree,
+//     with the stack of the Get of the buffer it belongs to);
+//   - a write after Put (UseAfterFree): Put fills the whole capacity with
+//     poison, and Get checks it is intact before handing the buffer out
+//     again, naming the byte and the stacks of the previous owner's Get and
+//     Put;
+//   - a write into the slack past the length Get gave (Overflow): Get fills
+//     it with guard bytes (zeros in a zeroing pool) and Put checks them. A
+//     buffer grown by append within its capacity is not an overflow if it
+//     is put back whole (Put checks from the larger of the length Get gave
+//     and len(b)); code that writes up to the capacity and puts back a
+//     shorter slice should ask Get for the whole class, Get(p.ClassSize(n)).
+//
+// memkit.Leaks(p) lists the buffers handed out and not put back, with the
+// stacks of their Gets, for a test's cleanup. The checked build is best
+// effort in the sense of Go's arena: a write after Put is seen only when
+// the buffer is handed out again, and a write past the capacity, which only
+// unsafe code can make, is not seen. It costs two stack captures and a
+// map update per Get and per Put, and a fill and a scan of the whole
+// buffer: a Get/Put pair takes microseconds instead of nanoseconds,
+// hundreds of times slower than in the release build, which pays nothing
+// for any of it (the checks are behind a constant). Use it in tests and
+// staging, not in production.
+//
+// # Budgets
+//
+// [WithBudget] is the size of a Bounded pool's region, and an optional
+// bound on what an Elastic pool makes and keeps: at the budget a Get falls
+// back to the heap, counted in Stats.HeapFallbacks, and TryGet reports
+// false. [WithBudgetAlert] calls back when the bytes charged cross a
+// threshold. Both are charged on slow paths only: a Get or Put served from
+// a shard or a Cache never touches them.
 //
 // # Statistics
 //

@@ -81,20 +81,6 @@ func ExamplePool_NewCache() {
 	// Output: allocs 3 frees 3 live 0
 }
 
-// Put drops and counts what the pool did not hand out; it never files a
-// buffer into a class it does not fit.
-func ExamplePool_Put() {
-	p, _ := bytepool.New()
-	b := p.Get(100)
-	p.Put(b[1:]) // start moved: capacity 111 is no class
-	p.Put(b)
-
-	var s memkit.Stats
-	p.ReadStats(&s)
-	fmt.Println("frees", s.Frees, "bad frees", s.BadFrees)
-	// Output: frees 1 bad frees 1
-}
-
 func ExamplePool_ReadStats() {
 	p, _ := bytepool.New(bytepool.WithMaxSize(256), bytepool.WithClassesPerDoubling(1))
 	b := p.Get(200)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -18,7 +19,10 @@ type expect struct {
 // FuzzPool decodes the input into Get, TryGet, Put, Cache and bad-Put
 // operations on one to three goroutines, each with its own model, and checks
 // that no two live buffers overlap, that every byte written reads back until
-// Put, and that the pool's stats agree with the models.
+// Put, and that the pool's stats agree with the models. The misuses it tries
+// — a Put of foreign memory, a Put of a buffer whose start moved, a second
+// Put — must be counted (release build) or reported (checked build), and
+// must leave every live buffer intact.
 func FuzzPool(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{1, 0, 200, 0, 0, 255, 255, 4, 0, 4, 1, 5, 9, 9, 6, 0, 8, 100, 0})
@@ -170,13 +174,10 @@ func runOps(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect) err
 				return err
 			}
 			e.allocs++
-		case 6: // Put of memory the pool never handed out, with a capacity that is no class
-			n := 1 + int(ops.Byte())*97
-			if n == 64 || p.ClassSize(n) == n {
-				continue
+		case 6: // a misuse
+			if err := misuseOp(p, ops, m, e); err != nil {
+				return err
 			}
-			p.Put(make([]byte, n))
-			e.badFrees++
 		case 7:
 			if err := m.VerifyAll(); err != nil {
 				return err
@@ -184,6 +185,75 @@ func runOps(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect) err
 		}
 	}
 	return m.VerifyAll()
+}
+
+// misuseOp makes one of the mistakes the release build counts and the
+// checked build reports, and checks that it was.
+func misuseOp(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect) error {
+	switch k := ops.Byte(); k % 3 {
+	case 0: // Put of memory the pool never handed out, with a capacity that is no class
+		n := 1 + int(ops.Byte())*97
+		if n == 64 || p.ClassSize(n) == n {
+			return nil
+		}
+		if !checked.Enabled {
+			p.Put(make([]byte, n))
+			e.badFrees++
+			return nil
+		}
+		if mu := misuseOf(func() { p.Put(make([]byte, n)) }); mu == nil || mu.Kind != checked.ForeignFree {
+			return errorf("foreign Put(cap %d): misuse %v; want a foreign free", n, mu)
+		}
+	case 1: // Put of a live buffer resliced past its first byte
+		if len(m.Live) == 0 {
+			return nil
+		}
+		b := m.Live[int(ops.Byte())%len(m.Live)].Buf
+		if cap(b) < 2 {
+			return nil
+		}
+		b = b[:cap(b)] // its length may be 0
+		if !checked.Enabled {
+			if cap(b) > 64<<10 { // oversize: the release build cannot tell
+				return nil
+			}
+			p.Put(b[1:]) // the capacity is no class
+			e.badFrees++
+			return nil
+		}
+		if mu := misuseOf(func() { p.Put(b[1:]) }); mu == nil || mu.Kind != checked.MovedFree {
+			return errorf("moved Put: misuse %v; want a moved free", mu)
+		}
+	case 2: // a second Put: only the checked build catches it in every pool
+		if !checked.Enabled || len(m.Live) == 0 {
+			return nil
+		}
+		b, err := m.Remove(int(ops.Byte()) % len(m.Live))
+		if err != nil {
+			return err
+		}
+		p.Put(b)
+		e.frees++
+		if mu := misuseOf(func() { p.Put(b) }); mu == nil || mu.Kind != checked.DoubleFree {
+			return errorf("second Put: misuse %v; want a double free", mu)
+		}
+	}
+	return nil
+}
+
+// misuseOf runs f and returns the *checked.Misuse it panicked with, or nil
+// if it returned; any other panic goes on.
+func misuseOf(f func()) (m *checked.Misuse) {
+	defer func() {
+		if r := recover(); r != nil {
+			var ok bool
+			if m, ok = r.(*checked.Misuse); !ok {
+				panic(r)
+			}
+		}
+	}()
+	f()
+	return nil
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

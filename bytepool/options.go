@@ -47,6 +47,9 @@ type config struct {
 	minSize, maxSize, perDoubling int
 	policy                        Policy
 	budget                        int64
+	budgetSet                     bool
+	alertAt                       int64
+	alertFn                       func(used int64, above bool)
 	zeroed                        bool
 	shards                        int
 }
@@ -90,12 +93,46 @@ func WithClassesPerDoubling(n int) Option { return func(c *config) { c.perDoubli
 // WithPolicy selects the memory policy (default [Elastic]).
 func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 
-// WithBudget sets the byte budget of a [Bounded] pool (default 64 MiB): the
-// size of the region it reserves. It is rounded down to whole 64 KiB slabs
-// and must hold at least one. Each class in use takes at least one slab (a
-// class above 64 KiB takes a run of up to four buffers' worth), so budget a
-// slab per class you expect on top of the bytes you expect in flight.
-func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
+// WithBudget sets the pool's byte budget.
+//
+// For a [Bounded] pool (default 64 MiB) it is the size of the region the
+// pool reserves at New: rounded down to whole 64 KiB slabs, it must hold at
+// least one. Each class in use takes at least one slab (a class above
+// 64 KiB takes a run of up to four buffers' worth), so budget a slab per
+// class you expect on top of the bytes you expect in flight. At the budget
+// Get falls back to the heap (Stats.HeapFallbacks) and TryGet reports
+// false.
+//
+// For an [Elastic] pool (default: none) it bounds the bytes of the buffers
+// the pool has made and not yet given back to the GC, in use or idle; n
+// must be positive. At the budget a Get that needs a new buffer still gets
+// one, made outside the budget and counted in Stats.HeapFallbacks, and
+// TryGet reports false instead, changing nothing but Stats.Failures. Idle
+// buffers beyond the budget are dropped to the GC, counted in
+// Stats.Releases, when they move from a shard or a [Cache] to the pool's
+// depot (a batch at a time, and at every GC cycle), so the budget is soft
+// by at most the idle buffers the shards and Caches hold. A buffer never
+// put back stays charged. The budget is charged and released only on those
+// slow paths, never by a Get or Put served from a shard or a Cache.
+func WithBudget(n int64) Option { return func(c *config) { c.budget, c.budgetSet = n, true } }
+
+// WithBudgetAlert calls fn when the bytes charged to the pool's budget rise
+// to threshold or more (above true) and when they fall back below it
+// (above false), once per crossing, for load shedding. It needs no
+// [WithBudget] limit. threshold must be positive.
+//
+// What is charged: for an [Elastic] pool, the buffers it has made and not
+// given back to the GC (see [WithBudget]); for a [Bounded] pool, the slabs
+// of its region that classes have taken (a region is never given back, so
+// this only grows) plus heap fallbacks while they are live. Buffers above
+// the largest class are charged while they are live in both. fn runs on
+// the goroutine that crossed the threshold, on a slow path (a buffer made,
+// a slab taken, idle buffers dropped), never inside Get or Put's fast path,
+// and never with a lock of the pool held; it must be quick and must not
+// block.
+func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
+	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+}
 
 // WithZeroing makes Get return buffers whose every byte, up to the
 // capacity, is zero. Without it (the default) a reused buffer holds whatever

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/sizeclass"
 	"github.com/memkit/memkit/stats"
 )
@@ -51,9 +53,12 @@ type Pool struct {
 	magCap    []int   // per class: capacity of a shard's free list
 
 	zeroed bool
-	plain  bool // neither Bounded nor zeroing: Get has nothing to do but slice
+	plain  bool // neither Bounded nor zeroing nor checked: Get has nothing to do but slice
 	policy Policy
 	region *region // Bounded only
+
+	budget *budget.Budget   // nil: no limit and no alert
+	track  *checked.Tracker // checked build only
 
 	decays atomic.Uint64 // decay passes run, for tests that wait on them
 }
@@ -75,6 +80,12 @@ func New(opts ...Option) (*Pool, error) {
 	if cfg.policy != Elastic && cfg.policy != Bounded {
 		return nil, fmt.Errorf("bytepool: Policy %d is neither Elastic nor Bounded", int(cfg.policy))
 	}
+	if cfg.policy == Elastic && cfg.budgetSet && cfg.budget < 1 {
+		return nil, fmt.Errorf("bytepool: Budget %d must be positive", cfg.budget)
+	}
+	if cfg.alertFn != nil && cfg.alertAt < 1 {
+		return nil, fmt.Errorf("bytepool: BudgetAlert threshold %d must be positive", cfg.alertAt)
+	}
 	nshards := 1
 	for nshards < cfg.shards {
 		nshards *= 2
@@ -91,7 +102,7 @@ func New(opts ...Option) (*Pool, error) {
 		depots:    make([]depot, t.Len()),
 		magCap:    make([]int, t.Len()),
 		zeroed:    cfg.zeroed,
-		plain:     !cfg.zeroed && cfg.policy == Elastic,
+		plain:     !cfg.zeroed && cfg.policy == Elastic && !checked.Enabled,
 		policy:    cfg.policy,
 	}
 	p.buildTable(t, cfg.perDoubling)
@@ -105,9 +116,23 @@ func New(opts ...Option) (*Pool, error) {
 		if cfg.budget < slabSize || cfg.budget > 1<<(31+slabShift) {
 			return nil, fmt.Errorf("bytepool: Budget %d must be between 64KiB and 128TiB", cfg.budget)
 		}
-		p.region = newRegion(cfg.budget, cfg.minSize, p.sizes)
+		if cfg.alertFn != nil {
+			p.budget = budget.New(cfg.budget>>slabShift<<slabShift, cfg.alertAt, cfg.alertFn)
+		}
+		p.region = newRegion(cfg.budget, cfg.minSize, p.sizes, p.budget)
 	} else {
+		if cfg.budgetSet || cfg.alertFn != nil {
+			var limit int64
+			if cfg.budgetSet {
+				limit = cfg.budget
+			}
+			p.budget = budget.New(limit, cfg.alertAt, cfg.alertFn)
+		}
 		armDecay(p)
+	}
+	if checked.Enabled {
+		p.track = checked.NewTracker("bytepool")
+		checked.Register(p, p.track)
 	}
 	return p, nil
 }
@@ -187,8 +212,10 @@ func (p *Pool) lockShardSlow(h uintptr) *shard {
 //
 // Get(0) returns an empty, non-nil buffer of the smallest class. A request
 // above the largest class is served by make and counted in
-// Stats.HeapFallbacks; Put accepts it back and drops it. Get panics with
-// "memkit/bytepool: negative size" if n < 0.
+// Stats.HeapFallbacks; Put accepts it back and drops it. A request the
+// pool's budget cannot cover comes from the heap too, counted the same way
+// (see [WithBudget]). Get panics with "memkit/bytepool: negative size" if
+// n < 0.
 //
 // The buffer holds what its previous user wrote unless the pool was built
 // [WithZeroing]. Hand it back with Put when done; a buffer never returned is
@@ -221,9 +248,13 @@ func (p *Pool) handOut(ptr unsafe.Pointer, c, n int) []byte {
 	return unsafe.Slice((*byte)(ptr), p.sizes[c])[:n]
 }
 
-// handOutChecked is handOut for a Bounded or zeroing pool.
+// handOutChecked is handOut for a Bounded or zeroing pool, or any pool in
+// the checked build.
 func (p *Pool) handOutChecked(ptr unsafe.Pointer, c, n int) []byte {
 	size := p.sizes[c]
+	if checked.Enabled {
+		p.verifyPoison(unsafe.Slice((*byte)(ptr), size))
+	}
 	if p.region != nil {
 		p.region.markOut(ptr, c, size)
 	}
@@ -231,13 +262,17 @@ func (p *Pool) handOutChecked(ptr unsafe.Pointer, c, n int) []byte {
 	if p.zeroed {
 		clear(b)
 	}
+	if checked.Enabled {
+		p.trackOut(b, n)
+	}
 	return b[:n]
 }
 
 // TryGet is like Get but reports false, leaving the pool unchanged but for
 // Stats.Failures, instead of falling back to the heap: when a Bounded pool's
-// budget is used up, or when n is above the largest class. An Elastic pool
-// never fails for n within the classes.
+// region is used up, when an Elastic pool with a [WithBudget] limit would
+// need a new buffer past it, or when n is above the largest class. An
+// Elastic pool without a limit never fails for n within the classes.
 func (p *Pool) TryGet(n int) ([]byte, bool) {
 	if n < 0 {
 		panic(errNegative)
@@ -274,11 +309,19 @@ func (p *Pool) getOversize(n int) []byte {
 	s.oversizeBytes += uint64(cap(b))
 	s.fallbacks++
 	s.unlock()
+	if p.budget != nil {
+		p.budget.Charge(int64(n))
+	}
+	if checked.Enabled {
+		p.trackOut(b, n)
+	}
 	return b
 }
 
-// fallback serves a Bounded pool's request from the heap when the region is
-// used up. The buffer has the class's capacity, so Put accepts it back.
+// fallback serves a request from the heap when a Bounded pool's region is
+// used up, or when an Elastic pool's budget is. The buffer has the class's
+// capacity, so Put accepts it back: a Bounded pool drops it, an Elastic one
+// keeps it like any other.
 func (p *Pool) fallback(c, n int) []byte {
 	b := make([]byte, n, p.sizes[c])
 	s := p.lockShard()
@@ -286,6 +329,12 @@ func (p *Pool) fallback(c, n int) []byte {
 	s.lists[c].heapLive++
 	s.fallbacks++
 	s.unlock()
+	if p.budget != nil {
+		p.budget.Charge(int64(cap(b)))
+	}
+	if checked.Enabled {
+		p.trackOut(b[:cap(b)], n)
+	}
 	return b
 }
 
@@ -299,7 +348,8 @@ func (p *Pool) countFailure() {
 // empty. It moves a batch from the depot (or, for a Bounded pool, carves new
 // buffers) into the list, counts the allocation and returns one buffer with
 // s unlocked. It returns nil, having counted nothing, when a Bounded pool has
-// no buffer of class c left anywhere.
+// no buffer of class c left anywhere, or when an Elastic pool would need a
+// new buffer past its budget.
 func (p *Pool) refill(s *shard, c int) unsafe.Pointer {
 	var batch [64]unsafe.Pointer
 	want := batch[:max(p.magCap[c]/2, 1)]
@@ -325,13 +375,41 @@ func (p *Pool) refill(s *shard, c int) unsafe.Pointer {
 		return p.steal(s, c)
 	}
 	// Elastic and nothing idle: a new buffer from the heap.
-	l.allocs++
-	l.grows++
 	if l.bufs == nil {
 		l.bufs = make([]unsafe.Pointer, 0, p.magCap[c])
 	}
+	if p.budget != nil {
+		s.unlock()
+		return p.growCharged(c)
+	}
+	l.allocs++
+	l.grows++
 	s.unlock()
-	return unsafe.Pointer(unsafe.SliceData(make([]byte, p.sizes[c])))
+	return p.newBuffer(c)
+}
+
+// newBuffer makes a new buffer of class c from the heap. In the checked
+// build it is poisoned, as every idle buffer is.
+func (p *Pool) newBuffer(c int) unsafe.Pointer {
+	b := make([]byte, p.sizes[c])
+	if checked.Enabled {
+		checked.Fill(b, checked.PoisonByte)
+	}
+	return unsafe.Pointer(unsafe.SliceData(b))
+}
+
+// growCharged makes a new buffer of class c for an Elastic pool with a
+// budget, charging it first, and counts it; it returns nil if the buffer
+// would pass the budget. No lock is held while it charges.
+func (p *Pool) growCharged(c int) unsafe.Pointer {
+	if !p.budget.TryCharge(int64(p.sizes[c])) {
+		return nil
+	}
+	s := p.lockShard()
+	s.lists[c].allocs++
+	s.lists[c].grows++
+	s.unlock()
+	return p.newBuffer(c)
 }
 
 // steal takes one idle class-c buffer from another shard, for a Bounded pool
@@ -367,6 +445,9 @@ func (p *Pool) steal(home *shard, c int) unsafe.Pointer {
 // Elastic pool cannot tell a second Put from a first, which is why memory
 // put twice must never be used again (see the memkitdebug build tag).
 func (p *Pool) Put(b []byte) {
+	if checked.Enabled {
+		p.checkPut(b)
+	}
 	size := cap(b)
 	c := p.exact(size)
 	if c < 0 {
@@ -410,6 +491,9 @@ func (p *Pool) putOdd(size int) {
 		s.badFrees++
 	}
 	s.unlock()
+	if size > p.maxSize && p.budget != nil {
+		p.budget.Release(int64(size))
+	}
 }
 
 const errDoubleFree = "memkit/bytepool: double free"
@@ -421,12 +505,7 @@ const errDoubleFree = "memkit/bytepool: double free"
 func (p *Pool) release(ptr unsafe.Pointer, c, size int) bool {
 	r := p.region
 	if !r.contains(ptr) {
-		// A heap fallback buffer (or foreign memory of a class's size,
-		// which looks the same): let the GC have it.
-		s := p.lockShard()
-		s.lists[c].frees++
-		s.lists[c].heapLive--
-		s.unlock()
+		p.dropFallback(c, size)
 		return false
 	}
 	w, m, ok := r.bit(ptr, c, size)
@@ -442,6 +521,19 @@ func (p *Pool) release(ptr unsafe.Pointer, c, size int) bool {
 	return true
 }
 
+// dropFallback counts the Put of a Bounded pool's heap fallback buffer of
+// class c (or foreign memory of a class's size, which looks the same) and
+// lets the GC have it.
+func (p *Pool) dropFallback(c, size int) {
+	s := p.lockShard()
+	s.lists[c].frees++
+	s.lists[c].heapLive--
+	s.unlock()
+	if p.budget != nil {
+		p.budget.Release(int64(size))
+	}
+}
+
 // spill is Put's slow path, entered with s locked and its class-c list full:
 // it moves half the list to the depot, pushes ptr and unlocks s.
 func (p *Pool) spill(s *shard, c int, ptr unsafe.Pointer) {
@@ -449,6 +541,7 @@ func (p *Pool) spill(s *shard, c int, ptr unsafe.Pointer) {
 	if cap(l.bufs) == 0 {
 		l.bufs = make([]unsafe.Pointer, 0, p.magCap[c])
 	}
+	var dropped int64
 	if len(l.bufs) == cap(l.bufs) {
 		half := len(l.bufs) / 2
 		if half == 0 {
@@ -457,7 +550,7 @@ func (p *Pool) spill(s *shard, c int, ptr unsafe.Pointer) {
 		move := l.bufs[len(l.bufs)-half:]
 		d := &p.depots[c]
 		d.mu.Lock()
-		d.give(move)
+		dropped = p.stash(d, c, move)
 		d.mu.Unlock()
 		clear(move)
 		l.bufs = l.bufs[:len(l.bufs)-half]
@@ -465,6 +558,29 @@ func (p *Pool) spill(s *shard, c int, ptr unsafe.Pointer) {
 	l.bufs = append(l.bufs, ptr)
 	l.frees++
 	s.unlock()
+	if dropped > 0 {
+		p.budget.Release(dropped)
+	}
+}
+
+// stash gives bufs, idle buffers of class c, to the class's depot d, whose
+// lock the caller holds. An Elastic pool over its budget keeps only what
+// the budget allows and drops the rest to the GC, counting them as
+// releases; stash returns the bytes it dropped, for the caller to release
+// from the budget once it holds no lock.
+func (p *Pool) stash(d *depot, c int, bufs []unsafe.Pointer) int64 {
+	var dropped int64
+	if b := p.budget; b != nil && p.region == nil && b.Limit() > 0 {
+		if over := b.Used() - b.Limit(); over > 0 {
+			size := int64(p.sizes[c])
+			k := int(min((over+size-1)/size, int64(len(bufs))))
+			bufs = bufs[k:]
+			d.releases += uint64(k)
+			dropped = int64(k) * size
+		}
+	}
+	d.give(bufs)
+	return dropped
 }
 
 // Classes returns the pool's class sizes, smallest first. The caller must not
@@ -515,11 +631,14 @@ func (s *sentinel) tick() {
 // two cycles is therefore gone after the third; a busy pool loses nothing it
 // uses, since shards refill from the depot in batches.
 func (p *Pool) decay() {
+	var dropped int64
 	for c := range p.depots {
 		d := &p.depots[c]
 		d.mu.Lock()
-		d.releases += uint64(d.rotate())
+		k := d.rotate()
+		d.releases += uint64(k)
 		d.mu.Unlock()
+		dropped += int64(k) * int64(p.sizes[c])
 	}
 	// Lock order is shard, then depot, as in refill and spill.
 	for i := range p.shards {
@@ -532,12 +651,15 @@ func (p *Pool) decay() {
 			}
 			d := &p.depots[c]
 			d.mu.Lock()
-			d.give(l.bufs)
+			dropped += p.stash(d, c, l.bufs)
 			d.mu.Unlock()
 			clear(l.bufs)
 			l.bufs = l.bufs[:0]
 		}
 		s.unlock()
+	}
+	if p.budget != nil && dropped > 0 {
+		p.budget.Release(dropped)
 	}
 }
 

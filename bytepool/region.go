@@ -4,6 +4,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // slabShift fixes a Bounded pool's slab at 64 KiB: small enough that every
@@ -37,6 +40,8 @@ type region struct {
 
 	runBytes []int // per class
 
+	budget *budget.Budget // charged for each run a class takes; nil: none
+
 	mu     sync.Mutex
 	next   int      // next unassigned slab
 	cursor []cursor // per class: where the next buffer is carved
@@ -48,9 +53,10 @@ type cursor struct {
 	slabs int // slabs owned by the class
 }
 
-func newRegion(budget int64, minSize int, sizes []int) *region {
-	nslabs := int(budget >> slabShift)
+func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) *region {
+	nslabs := int(size >> slabShift)
 	r := &region{
+		budget:   b,
 		mem:      make([]byte, nslabs<<slabShift),
 		classOf:  make([]atomic.Int32, nslabs),
 		runStart: make([]atomic.Int32, nslabs),
@@ -89,13 +95,23 @@ func runBytes(size int) int {
 
 // carve fills dst with fresh buffers of class c and size bytes, taking new
 // runs as needed, and reports how many it carved: fewer than len(dst), and
-// maybe none, once the region is used up.
+// maybe none, once the region is used up. In the checked build the buffers
+// are poisoned, as every idle buffer is.
 func (r *region) carve(c, size int, dst []unsafe.Pointer) int {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	n, took := r.carveLocked(c, size, dst)
+	r.mu.Unlock()
+	if took > 0 && r.budget != nil {
+		r.budget.Charge(int64(took))
+	}
+	return n
+}
+
+// carveLocked is carve with r.mu held; it also reports the bytes of the new
+// runs it took.
+func (r *region) carveLocked(c, size int, dst []unsafe.Pointer) (n, took int) {
 	cur := &r.cursor[c]
 	run := r.runBytes[c]
-	n := 0
 	for n < len(dst) {
 		if cur.run < 0 || cur.off+size > run {
 			k := run >> slabShift
@@ -109,12 +125,17 @@ func (r *region) carve(c, size int, dst []unsafe.Pointer) int {
 				r.classOf[j].Store(int32(c))
 			}
 			r.next += k
+			took += run
 		}
-		dst[n] = unsafe.Pointer(&r.mem[cur.run<<slabShift+cur.off])
+		off := cur.run<<slabShift + cur.off
+		if checked.Enabled {
+			checked.Fill(r.mem[off:off+size], checked.PoisonByte)
+		}
+		dst[n] = unsafe.Pointer(&r.mem[off])
 		cur.off += size
 		n++
 	}
-	return n
+	return n, took
 }
 
 // contains reports whether p points into the region.

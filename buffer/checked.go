@@ -1,0 +1,187 @@
+package buffer
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/checked"
+)
+
+// The checked build (-tags memkitdebug). Everything in this file runs only
+// under checked.Enabled, a constant, so a release build compiles the calls
+// away. A Pool and a FixedPool each keep a tracker of the Buffer headers
+// they handed out, keyed by the header's address (headers are never reused
+// in this build, so a stale *Buffer stays recognisably dead); a FixedPool
+// also poisons a buffer's storage at Close and checks it at the next
+// Checkout, and keeps guard bytes after each buffer, checked at Close.
+
+// pkgPath is this package's import path, for checked.SkipWithin.
+const pkgPath = "github.com/memkit/memkit/buffer"
+
+// msgStale is the detail of the report of a use of a freed Buffer.
+const msgStale = "use of a Buffer after Free or Close"
+
+// addr is the address the trackers know b by.
+func (b *Buffer) addr() uintptr { return uintptr(unsafe.Pointer(b)) }
+
+// tracked reports whether b came from Get or Checkout, and so is tracked;
+// a zero-value Buffer is not.
+func (b *Buffer) tracked() bool { return b.hdr || b.fp != nil }
+
+// tracker returns the tracker of the pool b came from.
+func (b *Buffer) tracker() *checked.Tracker {
+	if b.fp != nil {
+		return b.fp.track
+	}
+	return b.pool.track
+}
+
+// misuse returns a report about b, with the stacks of rec if not nil.
+func (b *Buffer) misuse(op, kind string, rec *checked.Record, detail string) *checked.Misuse {
+	m := &checked.Misuse{Allocator: "buffer", Op: op, Kind: kind, Addr: b.addr(), Detail: detail}
+	if rec != nil {
+		m.Size, m.Alloc, m.Free = rec.Size, rec.Alloc, rec.Free
+	}
+	return m
+}
+
+// stale panics for a use of b after its Free or Close.
+func (b *Buffer) stale(op string) {
+	var rec *checked.Record
+	if b.tracked() {
+		rec = b.tracker().Freed(b.addr())
+	}
+	panic(b.misuse(op, checked.StaleHandle, rec, msgStale))
+}
+
+// checkFree runs before the Free or Close of b, a tracked Buffer. It panics
+// for a Buffer its pool did not hand out — a copy of a Buffer — and, for a
+// FixedPool buffer, for a write into the guard bytes past its storage. A
+// second Free or Close passes: the caller reports it as the release build
+// does (ErrClosed), or with doubleFree.
+func (b *Buffer) checkFree(op string) {
+	t := b.tracker()
+	rec := t.Lookup(b.addr())
+	if rec == nil {
+		if atomic.LoadUint32(&b.state) == stFree {
+			return
+		}
+		panic(b.misuse(op, checked.ForeignFree, nil, "a copy of a Buffer, or one its pool did not hand out"))
+	}
+	if b.fp != nil && b.slot >= 0 {
+		p := b.fp
+		off := int(b.slot)*(p.size+slotGuard) + p.size
+		gap := p.mem[off : off+slotGuard]
+		if i := checked.FirstNot(gap, checked.GuardByte); i >= 0 {
+			panic(b.misuse(op, checked.Overflow, rec, fmt.Sprintf(
+				"byte %d past the end of the %d-byte buffer is %#x, not the guard byte %#x",
+				i, p.size, gap[i], checked.GuardByte)))
+		}
+	}
+}
+
+// doubleFree panics for a second Free of b.
+func (b *Buffer) doubleFree(op string) {
+	panic(b.misuse(op, checked.DoubleFree, b.tracker().Freed(b.addr()), ""))
+}
+
+// untrack records the Free or Close of b.
+func (b *Buffer) untrack(op string) {
+	b.tracker().Free(op, b.addr(), checked.SkipWithin(pkgPath))
+}
+
+// poisonAll fills every buffer of a new FixedPool with poison and every
+// gap after one with guard bytes.
+func (p *FixedPool) poisonAll() {
+	stride := p.size + slotGuard
+	for i := range p.slots {
+		off := i * stride
+		checked.Fill(p.mem[off:off+p.size], checked.PoisonByte)
+		checked.Fill(p.mem[off+p.size:off+stride], checked.GuardByte)
+	}
+}
+
+// poison fills slot i's buffer with poison, at its Close.
+func (p *FixedPool) poison(i int) {
+	off := i * (p.size + slotGuard)
+	checked.Fill(p.mem[off:off+p.size], checked.PoisonByte)
+}
+
+// takeChecked is take in the checked build: a header of its own for every
+// checkout, and the poison checked before the buffer is handed out.
+func (p *FixedPool) takeChecked(s *fixedShard, sl *fixedSlot, i int32) *Buffer {
+	prev := sl.dbg
+	b := &Buffer{pool: p.pool, fp: p, slot: i}
+	sl.dbg = b
+	sl.out = 1
+	s.unlock()
+	off := int(i) * (p.size + slotGuard)
+	mem := p.mem[off : off+p.size : off+p.size]
+	if k := checked.FirstNot(mem, checked.PoisonByte); k >= 0 {
+		var rec *checked.Record
+		if prev != nil {
+			rec = p.track.Freed(prev.addr())
+		}
+		m := &checked.Misuse{Allocator: "buffer", Op: "Checkout", Kind: checked.UseAfterFree,
+			Addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), Size: p.size, Detail: fmt.Sprintf(
+				"byte %d of the %d-byte buffer is %#x, not the poison %#x: written after its Close",
+				k, p.size, mem[k], checked.PoisonByte)}
+		if rec != nil {
+			m.Alloc, m.Free = rec.Alloc, rec.Free
+		}
+		panic(m)
+	}
+	b.buf = mem[:0]
+	p.track.Alloc(b.addr(), p.size, checked.SkipWithin(pkgPath))
+	return b
+}
+
+// chargeGrowth charges the budget for b's move to storage of newCap bytes
+// and reports whether the budget allowed it. A Buffer of the pool is
+// charged for the storage it holds beyond its reserved buffer: nothing for
+// a reserved buffer, the pool's size for a miss, or the bytepool storage it
+// expanded into.
+func (p *FixedPool) chargeGrowth(b *Buffer, newCap int) bool {
+	old := 0
+	if b.owned {
+		old = cap(b.buf)
+	} else if b.slot < 0 {
+		old = p.size
+	}
+	return p.budget.TryCharge(int64(newCap - old))
+}
+
+// checkOwned panics unless b is a buffer bytepool.Default handed out and
+// has not had back, with its start and capacity as Get gave them: what
+// Slice.PushOwned takes ownership of.
+func checkOwned(b []byte) {
+	bp := bytepool.Default()
+	t := checked.TrackerOf(bp)
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
+	m := &checked.Misuse{Allocator: "buffer", Op: "PushOwned", Addr: addr}
+	if r := t.Lookup(addr); r != nil {
+		if cap(b) == bp.ClassSize(r.Size) {
+			return
+		}
+		m.Kind, m.Size, m.Alloc = checked.MovedFree, r.Size, r.Alloc
+		m.Detail = fmt.Sprintf("its capacity is %d, but bytepool.Get handed it out with %d", cap(b), bp.ClassSize(r.Size))
+		panic(m)
+	}
+	if r := t.Freed(addr); r != nil && cap(b) == bp.ClassSize(r.Size) {
+		m.Kind, m.Size, m.Alloc, m.Free = checked.DoubleFree, r.Size, r.Alloc, r.Free
+		m.Detail = "the buffer was put back to bytepool already"
+		panic(m)
+	}
+	for _, r := range t.Live() {
+		if addr > r.Addr && addr-r.Addr < uintptr(bp.ClassSize(r.Size)) {
+			m.Kind, m.Size, m.Alloc = checked.MovedFree, r.Size, r.Alloc
+			m.Detail = fmt.Sprintf("it starts at byte %d of the buffer bytepool.Get handed out at %#x", addr-r.Addr, r.Addr)
+			panic(m)
+		}
+	}
+	m.Kind = checked.ForeignFree
+	m.Detail = "not a buffer of bytepool.Default"
+	panic(m)
+}
