@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/offheap"
 	"github.com/memkit/memkit/stats"
 )
@@ -24,8 +25,9 @@ import (
 // block, less one byte, is lost to rounding. Bookkeeping takes 9 bytes per
 // minBlock outside the region (14% of it at minBlock 64, 0.2% at 4 KiB).
 // Memory is not zeroed: a block holds what its previous user wrote (a fresh
-// region reads as zero). The region lives on the Go heap as one pointer-free
-// object the GC never scans, or off the heap [WithOffHeap].
+// region reads as zero; as poison in the checked build). The region lives
+// on the Go heap as one pointer-free object the GC never scans, or off the
+// heap [WithOffHeap].
 type Allocator struct {
 	mem      []byte
 	base     uintptr
@@ -46,6 +48,9 @@ type Allocator struct {
 
 	offHeap bool
 	closed  bool
+
+	alert *alert           // WithBudgetAlert, or nil
+	tr    *checked.Tracker // checked build only
 }
 
 // order is one order's free list and counters, together so that a hot
@@ -91,6 +96,9 @@ func New(size, minBlock int, opts ...Option) (*Allocator, error) {
 	if size/minBlock > 1<<30 {
 		return nil, fmt.Errorf("buddy: size %d / minBlock %d is more than 2^30 blocks", size, minBlock)
 	}
+	if cfg.alertFn != nil && (cfg.alertAt <= 0 || cfg.alertAt > int64(size)) {
+		return nil, fmt.Errorf("buddy: BudgetAlert threshold %d must be between 1 and size %d", cfg.alertAt, size)
+	}
 	mem, err := regionAlloc(size, cfg.offHeap)
 	if err != nil {
 		return nil, fmt.Errorf("buddy: region of %d bytes: %w", size, err)
@@ -114,6 +122,14 @@ func New(size, minBlock int, opts ...Option) (*Allocator, error) {
 		a.orders[k].head = -1
 	}
 	a.push(0, top)
+	if cfg.alertFn != nil {
+		a.alert = &alert{threshold: cfg.alertAt, fn: cfg.alertFn}
+	}
+	if checked.Enabled {
+		checked.Fill(mem, checked.PoisonByte)
+		a.tr = checked.NewTracker("buddy")
+		checked.Register(a, a.tr)
+	}
 	return a, nil
 }
 
@@ -188,7 +204,17 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 		j--
 		a.push(i+1<<uint(j), j)
 	}
-	return a.handOut(i, k, n), nil
+	b := a.handOut(i, k, n)
+	if checked.Enabled {
+		a.checkOut(b, n)
+	}
+	if a.alert != nil {
+		// A return of its own: with one return after the if, the
+		// compiler keeps b on the stack across the call on every path.
+		a.alert.charge(int64(cap(b)))
+		return b, nil
+	}
+	return b, nil
 }
 
 func (a *Allocator) handOut(i int32, k, n int) []byte {
@@ -242,8 +268,12 @@ func (a *Allocator) coalesce() {
 // Free panics with "memkit/buddy: double free" if the block is already free,
 // and with "memkit/buddy: foreign memory" if b does not start a block this
 // allocator handed out (outside the region, inside a block, or with a
-// capacity larger than its block).
+// capacity larger than its block). The checked build (see the package
+// documentation) reports these and more with a *checked.Misuse.
 func (a *Allocator) Free(b []byte) {
+	if checked.Enabled {
+		a.checkFree(b)
+	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
 	off := p - a.base
 	if off >= uintptr(a.size) || off&uintptr(a.minBlock-1) != 0 {
@@ -261,9 +291,12 @@ func (a *Allocator) Free(b []byte) {
 	a.state[i] = 0
 	if o.nfree < lazyReserve {
 		a.push(i, k)
-		return
+	} else {
+		a.merge(i, k)
 	}
-	a.merge(i, k)
+	if a.alert != nil {
+		a.alert.release(int64(a.minBlock) << uint(k))
+	}
 }
 
 // merge puts the free block i of order k back, merged with its buddy for as
@@ -311,6 +344,12 @@ func (a *Allocator) Close() error {
 	}
 	a.closed = true
 	a.nonEmpty = 0
+	if a.alert != nil {
+		a.alert.release(a.alert.used)
+	}
+	if checked.Enabled {
+		a.tr.Reset()
+	}
 	mem := a.mem
 	a.mem = nil
 	a.base = ^uintptr(0) - uintptr(a.size) // every Free is now foreign

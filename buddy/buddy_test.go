@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/buddy"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -169,15 +170,15 @@ func TestAllocator_DoubleFreePanics(t *testing.T) {
 		b := mustAlloc(t, a, 100)
 		c := mustAlloc(t, a, 100)
 		a.Free(b)
-		memtest.CheckPanic(t, "memkit/buddy: double free", func() { a.Free(b) })
+		checkBadFree(t, "memkit/buddy: double free", checked.DoubleFree, func() { a.Free(b) })
 		// Merged into a larger free block: still a double free.
 		for range buddy.LazyReserve + 1 {
 			a.Free(mustAlloc(t, a, 64))
 		}
 		a.Free(c)
 		a.Coalesce()
-		memtest.CheckPanic(t, "memkit/buddy: double free", func() { a.Free(c) })
-		memtest.CheckPanic(t, "memkit/buddy: double free", func() { a.Free(c[64:]) })
+		checkBadFree(t, "memkit/buddy: double free", checked.DoubleFree, func() { a.Free(c) })
+		checkBadFree(t, "memkit/buddy: double free", checked.DoubleFree, func() { a.Free(c[64:]) })
 		if s := readStats(a); s.BadFrees != 3 {
 			t.Fatalf("BadFrees = %d; want 3", s.BadFrees)
 		}
@@ -187,15 +188,21 @@ func TestAllocator_DoubleFreePanics(t *testing.T) {
 func TestAllocator_ForeignFreePanics(t *testing.T) {
 	forEachSource(t, 1<<16, 64, func(t *testing.T, a *buddy.Allocator) {
 		b := mustAlloc(t, a, 256)
-		for name, f := range map[string][]byte{
-			"heap":           make([]byte, 64),
-			"nil":            nil,
-			"unaligned":      b[1:],
-			"interior":       b[64:],
-			"grown capacity": unsafe.Slice(unsafe.SliceData(b), 512),
+		// The release build's foreign memory is, in the checked build, a
+		// foreign free or a moved start.
+		for _, tc := range []struct {
+			name string
+			b    []byte
+			kind string
+		}{
+			{"heap", make([]byte, 64), checked.ForeignFree},
+			{"nil", nil, checked.ForeignFree},
+			{"unaligned", b[1:], checked.MovedFree},
+			{"interior", b[64:], checked.MovedFree},
+			{"grown capacity", unsafe.Slice(unsafe.SliceData(b), 512), checked.MovedFree},
 		} {
-			t.Run(name, func(t *testing.T) {
-				memtest.CheckPanic(t, "memkit/buddy: foreign memory", func() { a.Free(f) })
+			t.Run(tc.name, func(t *testing.T) {
+				checkBadFree(t, "memkit/buddy: foreign memory", tc.kind, func() { a.Free(tc.b) })
 			})
 		}
 		a.Free(b[:0]) // length does not matter
@@ -232,6 +239,7 @@ func TestAllocator_StatsPerOrder(t *testing.T) {
 }
 
 func TestAllocator_ZeroAllocs(t *testing.T) {
+	releaseOnly(t)
 	a := mustNew(t, 1<<20, 64)
 	for _, n := range []int{64, 4096, 100000} {
 		if got := testing.AllocsPerRun(100, func() {
@@ -260,7 +268,7 @@ func TestAllocator_Close(t *testing.T) {
 		if _, err := a.Alloc(64); !errors.Is(err, buddy.ErrClosed) {
 			t.Fatalf("Alloc after Close: %v; want ErrClosed", err)
 		}
-		memtest.CheckPanic(t, "memkit/buddy: foreign memory", func() { a.Free(b) })
+		checkBadFree(t, "memkit/buddy: foreign memory", checked.ForeignFree, func() { a.Free(b) })
 		if s := readStats(a); s.ReservedBytes != 0 || s.Releases != 1 {
 			t.Fatalf("stats after Close: %v", &s)
 		}

@@ -64,3 +64,19 @@ func ExampleAllocator_ReadStats() {
 	//       512B           0B         512B       0       1           0           0       0         0
 	//       1KiB           0B           0B       0       0           0           0       0         0
 }
+
+// The region is the budget; WithBudgetAlert reports when the bytes handed
+// out cross a threshold.
+func ExampleWithBudgetAlert() {
+	a, _ := buddy.New(1<<20, 64, buddy.WithBudgetAlert(512<<10, func(used int64, above bool) {
+		fmt.Println("in use", used>>10, "KiB, above", above)
+	}))
+	b, _ := a.Alloc(300 << 10) // 512 KiB block
+	a.Free(b)
+	_, err := a.Alloc(2 << 20) // larger than the region
+	fmt.Println(errors.Is(err, buddy.ErrNoSpace))
+	// Output:
+	// in use 512 KiB, above true
+	// in use 0 KiB, above false
+	// true
+}

@@ -42,14 +42,24 @@
 // # Blocks, growth, limits and Trim
 //
 // Blocks are reserved on demand ([WithBlockSize], [WithGrowth]) from the Go
-// heap or, [WithOffHeap], from mmap. Past [WithMaxTotal], Malloc serves the
-// request from the Go heap (a block of its own, counted in
-// Stats.HeapFallbacks, dropped as soon as it is all free) and TryMalloc
-// returns [ErrNoSpace]. Malloc and Free never give a block back (but for
-// heap fallbacks, dropped once all free): only [Allocator.Trim] does, and it keeps enough blocks to hold the peak use
+// heap or, [WithOffHeap], from mmap. Malloc and Free never give a block
+// back (but for heap fallbacks, dropped once all free): only
+// [Allocator.Trim] does, and it keeps enough blocks to hold the peak use
 // since the previous Trim, so alternating Malloc and Free (gomem's 8 KiB
 // benchmark, where it costs 127 µs and 4 MB per iteration) never releases
 // a block to reserve it again.
+//
+// # Budget
+//
+// [WithMaxTotal] is the allocator's byte budget: the bytes of all its
+// blocks together. At the budget, when no free range fits a request,
+// Malloc serves it from the Go heap (a block of its own, counted in
+// Stats.HeapFallbacks, outside the budget, dropped as soon as it is all
+// free) and TryMalloc returns [ErrNoSpace], leaving the allocator
+// unchanged but for Stats.Failures. [WithBudgetAlert] calls a function when
+// the bytes reserved cross a threshold, up and down, for load shedding; it
+// is evaluated only when a block is reserved or given back, so Malloc and
+// Free served from the free ranges pay nothing for it.
 //
 // # Misuse
 //
@@ -60,7 +70,41 @@
 //   - Free of memory outside every block panics: "memkit/extent: foreign
 //     memory".
 //
-// Both are counted in Stats.BadFrees before the panic.
+// Both are counted in Stats.BadFrees before the panic. A Free whose start
+// moved is no misuse: it frees that part of the allocation (the partial
+// free above). Nor is a Free spanning several adjacent allocations of one
+// block, which frees them all.
+//
+// # Checked build
+//
+// Built with -tags memkitdebug, the allocator also records every
+// allocation and reports each misuse it finds by panicking with a
+// *checked.Misuse (its Error names the allocator, the operation and the
+// mistake, then the stack that allocated the memory and, for memory freed
+// before, the stack that freed it):
+//
+//   - a Free of a range with a byte that is free already: a double free,
+//     naming the first free;
+//   - a Free of memory outside the allocator, of Borrow memory, or that
+//     reaches from an allocation into the guard bytes after it without
+//     freeing the allocation's last byte: a foreign free;
+//   - a write after free: freed ranges are filled with a poison pattern,
+//     checked when Malloc, TryMalloc or Borrow hands the memory out again
+//     (Borrow memory is poisoned by Recycle), and reported with the stacks
+//     of the allocation and the free of the bytes written;
+//   - a write past the end: each allocation is followed by 16 guard bytes,
+//     checked by every Free of any part of it;
+//   - leaks: [github.com/memkit/memkit.Leaks] lists the bytes still
+//     allocated, with their allocation stacks; Close ends every allocation.
+//
+// The guard bytes make each allocation take 16 bytes more, counted in
+// Stats.InUseBytes, so allocations are no longer adjacent: a spanning Free
+// must run from the first allocation's first byte to the last one's last
+// byte (it then frees the guard bytes between them too). New blocks are
+// filled with poison rather than zero. A checked allocator is far slower:
+// a Malloc and Free cost about 5 µs rather than 15 to 30 ns, mostly to
+// capture their two stacks, plus a scan of the bytes handed out and freed,
+// and allocate on every call. Use it in tests and staging.
 //
 // # Concurrency
 //

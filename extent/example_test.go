@@ -102,7 +102,7 @@ func ExampleAllocator_Trim() {
 	a, _ := extent.New(extent.WithBlockSize(64 << 10))
 	var bufs [][]byte
 	for range 8 {
-		bufs = append(bufs, a.Malloc(64<<10))
+		bufs = append(bufs, a.Malloc(60<<10)) // one a block
 	}
 	for _, b := range bufs {
 		a.Free(b)
@@ -146,4 +146,28 @@ func ExampleRecyclable() {
 	// Output:
 	// 2
 	// in use 0
+}
+
+// WithMaxTotal is the budget; WithBudgetAlert reports when the memory held
+// crosses a threshold, for load shedding.
+func ExampleWithBudgetAlert() {
+	a, _ := extent.New(
+		extent.WithBlockSize(64<<10),
+		extent.WithMaxTotal(256<<10),
+		extent.WithBudgetAlert(128<<10, func(used int64, above bool) {
+			fmt.Println("reserved", memkit.FormatBytes(uint64(used)), "above", above)
+		}),
+	)
+	var bufs [][]byte
+	for range 3 {
+		bufs = append(bufs, a.Malloc(60<<10)) // a block each
+	}
+	for _, b := range bufs {
+		a.Free(b)
+	}
+	a.Trim()
+	a.Trim()
+	// Output:
+	// reserved 128KiB above true
+	// reserved 64KiB above false
 }

@@ -1,5 +1,7 @@
 package extent
 
+import "github.com/memkit/memkit/internal/checked"
+
 // Test-only access to internals.
 
 // BorrowChunks returns the chunks Borrow holds: the current one and those
@@ -63,4 +65,22 @@ func (a *Allocator) CheckTree() string {
 		return "range count off"
 	}
 	return ""
+}
+
+// GuardTail is the guard bytes after each allocation: 16 in the checked
+// build, none in the release build.
+var GuardTail = func() int {
+	if checked.Enabled {
+		return guardTail
+	}
+	return 0
+}()
+
+// GuardBytes reports the guard bytes allocated after live allocations (0
+// in the release build).
+func (a *Allocator) GuardBytes() int {
+	if a.dbg == nil {
+		return 0
+	}
+	return len(a.dbg.guarded) * guardTail
 }

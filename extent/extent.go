@@ -5,6 +5,8 @@ import (
 	"sort"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/offheap"
 	"github.com/memkit/memkit/stats"
 )
@@ -24,10 +26,11 @@ import (
 // their exact size, with no rounding and no alignment (round n up yourself
 // where alignment matters). Bookkeeping is 48 bytes per free range (on
 // 64-bit) and about 48 per block, on the Go heap outside the blocks; a
-// block holds at most one more free range than it has live allocations. Memory is not zeroed: a range
-// holds what its previous user wrote (a new Go-heap block reads as zero).
-// Blocks live on the Go heap as pointer-free objects the GC never scans, or
-// off it [WithOffHeap].
+// block holds at most one more free range than it has live allocations.
+// Memory is not zeroed: a range holds what its previous user wrote (a new
+// Go-heap block reads as zero; as poison in the checked build). Blocks live
+// on the Go heap as pointer-free objects the GC never scans, or off it
+// [WithOffHeap].
 type Allocator struct {
 	t tree
 
@@ -53,6 +56,9 @@ type Allocator struct {
 	bOld   [][]byte
 
 	allocs, frees, fallbacks, failures, grows, releases, badFrees uint64
+
+	alert *budget.Budget // WithBudgetAlert: charged per block, no limit
+	dbg   *debugState    // checked build only
 }
 
 // block is one piece of memory the allocator carves ranges from.
@@ -83,7 +89,15 @@ func New(opts ...Option) (*Allocator, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	return &Allocator{t: newTree(), cfg: cfg, hint: -1, hintLo: 1}, nil
+	a := &Allocator{t: newTree(), cfg: cfg, hint: -1, hintLo: 1}
+	if cfg.alertFn != nil {
+		a.alert = budget.New(0, cfg.alertAt, cfg.alertFn)
+	}
+	if checked.Enabled {
+		a.dbg = newDebugState()
+		checked.Register(a, a.dbg.tr)
+	}
+	return a, nil
 }
 
 // Malloc returns n bytes: len and cap n, the capacity locked, so append past
@@ -94,6 +108,10 @@ func New(opts ...Option) (*Allocator, error) {
 // reserves a new block, or past MaxTotal serves n bytes from the Go heap
 // (counted in Stats.HeapFallbacks). The memory is not zeroed.
 func (a *Allocator) Malloc(n int) []byte {
+	if checked.Enabled {
+		b, _ := a.mallocChecked("Malloc", n, true)
+		return b
+	}
 	if n <= 0 {
 		return a.mallocEmpty(n)
 	}
@@ -117,6 +135,9 @@ func (a *Allocator) mallocEmpty(n int) []byte {
 // free ranges and a new block would pass MaxTotal, it returns [ErrNoSpace],
 // leaving the allocator unchanged but for Stats.Failures.
 func (a *Allocator) TryMalloc(n int) ([]byte, error) {
+	if checked.Enabled {
+		return a.mallocChecked("TryMalloc", n, false)
+	}
 	if n <= 0 {
 		return a.mallocEmpty(n), nil
 	}
@@ -202,9 +223,17 @@ func (a *Allocator) reserve(size int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return b[:size:size], nil
+		b = b[:size:size]
+		if checked.Enabled {
+			checked.Fill(b, checked.PoisonByte)
+		}
+		return b, nil
 	}
-	return make([]byte, size), nil
+	b := make([]byte, size)
+	if checked.Enabled {
+		checked.Fill(b, checked.PoisonByte)
+	}
+	return b, nil
 }
 
 // heapFallback serves n bytes past MaxTotal from a Go-heap block of exactly
@@ -212,7 +241,11 @@ func (a *Allocator) reserve(size int) ([]byte, error) {
 // its freed parts serve other requests like any free range). Fallback
 // blocks do not count against MaxTotal.
 func (a *Allocator) heapFallback(n int) []byte {
-	id := a.addBlock(make([]byte, n), true)
+	mem := make([]byte, n)
+	if checked.Enabled {
+		checked.Fill(mem, checked.PoisonByte)
+	}
+	id := a.addBlock(mem, true)
 	a.allocs++
 	a.fallbacks++
 	if u := a.reserved - a.free; u > a.peak {
@@ -241,6 +274,7 @@ func (a *Allocator) addBlock(mem []byte, fallback bool) int32 {
 	if fallback {
 		a.heapRes += uint64(len(mem))
 	}
+	a.alert.Charge(int64(len(mem)))
 	return id
 }
 
@@ -255,6 +289,7 @@ func (a *Allocator) dropBlock(id, x int32) {
 	if blk.fallback {
 		a.heapRes -= size
 	}
+	a.alert.Release(int64(size))
 	for i, s := range a.sorted {
 		if s == id {
 			a.sorted = append(a.sorted[:i], a.sorted[i+1:]...)
@@ -307,9 +342,14 @@ func (a *Allocator) blockOfSlow(p, e uintptr) int32 {
 // Free panics with "memkit/extent: double free" if any byte of b is
 // already free, and with "memkit/extent: foreign memory" if b is not inside
 // one block of this allocator. Both are detected from the free-range index
-// alone, with no per-allocation state.
+// alone, with no per-allocation state. The checked build (see the package
+// documentation) reports these and more with a *checked.Misuse.
 func (a *Allocator) Free(b []byte) {
 	if len(b) == 0 {
+		return
+	}
+	if checked.Enabled {
+		a.freeChecked("Free", b)
 		return
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
@@ -374,6 +414,10 @@ func (a *Allocator) FreeRest(b []byte, keep int) []byte {
 	if keep < 0 || keep > len(b) {
 		panic(errKeep)
 	}
+	if checked.Enabled && keep < len(b) {
+		a.freeChecked("FreeRest", b[keep:])
+		return b[:keep:keep]
+	}
 	a.Free(b[keep:])
 	return b[:keep:keep]
 }
@@ -385,6 +429,9 @@ func (a *Allocator) FreeRest(b []byte, keep int) []byte {
 // of its own). The memory is not zeroed. Borrow panics with
 // "memkit/extent: negative size" if n < 0.
 func (a *Allocator) Borrow(n int) []byte {
+	if checked.Enabled {
+		return a.borrowChecked(n)
+	}
 	off := a.bOff
 	if uint(n) <= uint(len(a.bChunk)-off) {
 		a.bOff = off + n
@@ -400,7 +447,12 @@ func (a *Allocator) borrowSlow(n int) []byte {
 	if a.bChunk != nil {
 		a.bOld = append(a.bOld, a.bChunk)
 	}
-	c := a.Malloc(max(n, a.cfg.borrowChunk))
+	var c []byte
+	if checked.Enabled {
+		c = a.chunkChecked(max(n, a.cfg.borrowChunk))
+	} else {
+		c = a.Malloc(max(n, a.cfg.borrowChunk))
+	}
 	a.allocs-- // a chunk is no allocation of the caller's
 	a.bChunk, a.bOff = c, n
 	return c[:n:n]
@@ -410,6 +462,10 @@ func (a *Allocator) borrowSlow(n int) []byte {
 // back to the allocator, but for the current chunk, which Borrow reuses
 // from its start. Allocations from Malloc are not affected.
 func (a *Allocator) Recycle() {
+	if checked.Enabled {
+		a.recycleChecked()
+		return
+	}
 	for i, c := range a.bOld {
 		a.Free(c)
 		a.frees--
@@ -456,6 +512,10 @@ func (a *Allocator) Close() {
 			_ = offheap.Free(blk.mem)
 		}
 		a.releases++
+	}
+	a.alert.Release(int64(a.reserved))
+	if checked.Enabled {
+		a.dbg.reset()
 	}
 	a.t = newTree()
 	a.slots, a.freeSlot, a.sorted = nil, nil, nil

@@ -91,7 +91,7 @@ func TestAllocator_MallocExactSizeLockedCapacity(t *testing.T) {
 			if g := append(b, 1); addr(g) == addr(b) {
 				t.Fatalf("Malloc(%d): append past cap wrote in place", n)
 			}
-			if prev != nil && addr(b) != addr(prev)+uintptr(len(prev)) {
+			if prev != nil && addr(b) != addr(prev)+uintptr(len(prev)+extent.GuardTail) {
 				t.Fatalf("Malloc(%d) not carved right after the previous range (first fit)", n)
 			}
 			prev = b
@@ -116,7 +116,7 @@ func TestAllocator_PartialFree(t *testing.T) {
 		copy(part3, "part 3")
 		a.Free(part1)
 		a.Free(part2)
-		if fs := freeStats(a); fs.FreeBytes != 4096-512 || fs.FreeRanges != 2 {
+		if fs := freeStats(a); fs.FreeBytes != uint64(4096-512-extent.GuardTail) || fs.FreeRanges != 2 {
 			t.Fatalf("after freeing 2 parts: %+v", fs)
 		}
 		if string(part3[:6]) != "part 3" {
@@ -163,15 +163,15 @@ func TestAllocator_DoubleFreePanics(t *testing.T) {
 		c := a.Malloc(100)
 		a.Malloc(100)
 		a.Free(b)
-		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(b) })
-		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(b[10:20]) })
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(b) })
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(b[10:20]) })
 		// Overlapping a free range on either side.
 		a.Free(c[40:60])
-		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(c[50:70]) })
-		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(c[30:41]) })
-		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(c[0:100]) })
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(c[50:70]) })
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(c[30:41]) })
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(c[0:100]) })
 		// Spanning the free range b and the live c.
-		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(unsafe.Slice(unsafe.SliceData(b), 150)) })
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(unsafe.Slice(unsafe.SliceData(b), 150)) })
 		if s := readStats(a); s.BadFrees != 6 {
 			t.Fatalf("BadFrees = %d; want 6", s.BadFrees)
 		}
@@ -185,17 +185,17 @@ func TestAllocator_ForeignFreePanics(t *testing.T) {
 	forEachSource(t, func(t *testing.T, opts ...extent.Option) {
 		a := mustNew(t, append(opts, extent.WithBlockSize(4096))...)
 		defer a.Close()
-		b := a.Malloc(4096) // the whole block
-		memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { a.Free(make([]byte, 64)) })
+		b := a.Malloc(4096 - extent.GuardTail) // the whole block
+		checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { a.Free(make([]byte, 64)) })
 		bad := uint64(1)
 		if len(opts) > 0 {
 			// Past the block's end (a slice that checkptr, under -race,
 			// only lets us build outside the Go heap).
-			memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { a.Free(unsafe.Slice(unsafe.SliceData(b[4000:]), 200)) })
+			checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { a.Free(unsafe.Slice(unsafe.SliceData(b[4000:]), 200)) })
 			bad++
 		}
 		other := mustNew(t)
-		memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { a.Free(other.Malloc(10)) })
+		checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { a.Free(other.Malloc(10)) })
 		a.Free(nil) // empty: nothing to free
 		if s := readStats(a); s.BadFrees != bad+1 || s.Frees != 0 {
 			t.Fatalf("stats %v", &s)
@@ -233,7 +233,7 @@ func TestAllocator_FindsAnyFitBeforeGrowing(t *testing.T) {
 	a := mustNew(t, extent.WithBlockSize(1<<16))
 	var pieces [][]byte
 	for range 64 {
-		pieces = append(pieces, a.Malloc(1024))
+		pieces = append(pieces, a.Malloc(1024-extent.GuardTail))
 	}
 	// Free every other piece but one larger hole near the end.
 	for i := 0; i < 60; i += 2 {
@@ -259,7 +259,7 @@ func TestAllocator_MaxTotalFallsBackToHeap(t *testing.T) {
 	forEachSource(t, func(t *testing.T, opts ...extent.Option) {
 		a := mustNew(t, append(opts, extent.WithBlockSize(4096), extent.WithMaxTotal(8192))...)
 		defer a.Close()
-		x, y := a.Malloc(4096), a.Malloc(4096)
+		x, y := a.Malloc(4096-extent.GuardTail), a.Malloc(4096-extent.GuardTail)
 		before := readStats(a)
 		if b, err := a.TryMalloc(1); b != nil || !errors.Is(err, extent.ErrNoSpace) {
 			t.Fatalf("TryMalloc past MaxTotal = %d bytes, %v", len(b), err)
@@ -270,13 +270,14 @@ func TestAllocator_MaxTotalFallsBackToHeap(t *testing.T) {
 		}
 		f := a.Malloc(5000)
 		s := readStats(a)
-		if len(f) != 5000 || s.HeapFallbacks != 1 || s.ReservedBytes != 8192+5000 || s.InUseBytes != 8192+5000 {
+		fb := uint64(5000 + extent.GuardTail)
+		if len(f) != 5000 || s.HeapFallbacks != 1 || s.ReservedBytes != 8192+fb || s.InUseBytes != 8192+fb {
 			t.Fatalf("fallback: len %d, %v", len(f), &s)
 		}
 		// Fallback memory frees like any other, in parts, and is dropped
 		// once all free.
 		a.Free(f[1000:2000])
-		memtest.CheckPanic(t, "memkit/extent: double free", func() { a.Free(f[1500:1600]) })
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(f[1500:1600]) })
 		rest := a.FreeRest(f[:1000], 10)
 		a.Free(f[2000:])
 		a.Free(rest)
@@ -316,7 +317,7 @@ func TestAllocator_TrimReleasesIdleBlocks(t *testing.T) {
 		defer a.Close()
 		var live [][]byte
 		for range 8 {
-			live = append(live, a.Malloc(4096))
+			live = append(live, a.Malloc(4096-extent.GuardTail))
 		}
 		for _, b := range live[2:] {
 			a.Free(b)
@@ -387,13 +388,14 @@ func TestAllocator_Close(t *testing.T) {
 		if s.ReservedBytes != 0 || s.InUseBytes != 0 || s.Releases != 1 {
 			t.Fatalf("after Close: %v", &s)
 		}
-		memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { a.Free(b) })
+		checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { a.Free(b) })
 		a.Free(a.Malloc(10)) // usable again
 		a.Close()
 	})
 }
 
 func TestAllocator_ZeroAllocs(t *testing.T) {
+	releaseOnly(t)
 	a := mustNew(t)
 	for _, n := range []int{64, 4096, 64 << 10} {
 		if got := testing.AllocsPerRun(100, func() { a.Free(a.Malloc(n)) }); got != 0 {
@@ -444,13 +446,13 @@ func TestRecyclable(t *testing.T) {
 	if r.Len() != 0 {
 		t.Fatal("Recycle left pieces in the batch")
 	}
-	if fs := freeStats(a); fs.FreeBytes != 4096-32 {
+	if fs := freeStats(a); fs.FreeBytes != uint64(4096-32-extent.GuardTail) {
 		t.Fatalf("after Recycle: %+v", fs)
 	}
 	a.Free(other[32:])
 	// A piece freed twice panics as the allocator's Free does.
 	r.AddRecycleBytes(other)
-	memtest.CheckPanic(t, "memkit/extent: double free", r.Recycle)
+	checkBadFree(t, "Free", "memkit/extent: double free", r.Recycle)
 }
 
 // An Allocator per goroutine, and a Shared allocator whose memory is freed
@@ -533,7 +535,7 @@ func TestConcurrentUse(t *testing.T) {
 func TestAllocator_Growth(t *testing.T) {
 	a := mustNew(t, extent.WithBlockSize(4096), extent.WithGrowth(2))
 	for range 4 {
-		a.Malloc(4096) // each fills its block: the next Malloc grows
+		a.Malloc(4096 - extent.GuardTail) // each fills its block: the next Malloc grows
 	}
 	// Blocks of 4, 8, 16 KiB: the third and fourth Malloc fit in the 8 KiB
 	// block, so three blocks in all.
@@ -551,8 +553,10 @@ func TestAllocator_FreeSpanningAllocations(t *testing.T) {
 	a := mustNew(t, extent.WithBlockSize(4096))
 	x := a.Malloc(100)
 	a.Malloc(100)
-	a.Malloc(100)
-	a.Free(unsafe.Slice(unsafe.SliceData(x), 300))
+	z := a.Malloc(100)
+	// From x's first byte to z's last: 300 bytes, and the guard bytes
+	// between them in the checked build.
+	a.Free(unsafe.Slice(unsafe.SliceData(x), addr(z)+uintptr(len(z))-addr(x)))
 	checkTree(t, a)
 	if fs := freeStats(a); fs.FreeBytes != 4096 || fs.FreeRanges != 1 {
 		t.Fatalf("after freeing three allocations at once: %+v", fs)
@@ -563,15 +567,15 @@ func TestAllocator_FreeSpanningAllocations(t *testing.T) {
 // trimmed, the budget is available again even while a fallback is live.
 func TestAllocator_FallbackOutsideBudget(t *testing.T) {
 	a := mustNew(t, extent.WithBlockSize(4096), extent.WithMaxTotal(4096))
-	x := a.Malloc(4096)
-	f := a.Malloc(4096) // fallback
+	x := a.Malloc(4096 - extent.GuardTail)
+	f := a.Malloc(4096 - extent.GuardTail) // fallback
 	a.Free(x)
 	a.Trim()
 	a.Trim()
 	if s := readStats(a); s.ReservedBytes != 4096 || s.HeapFallbacks != 1 {
 		t.Fatalf("stats %v; want only the fallback reserved", &s)
 	}
-	if _, err := a.TryMalloc(4096); err != nil {
+	if _, err := a.TryMalloc(4096 - extent.GuardTail); err != nil {
 		t.Fatalf("TryMalloc within the budget: %v", err)
 	}
 	a.Free(f)
@@ -586,8 +590,8 @@ func TestShared_PanicsReleaseTheLock(t *testing.T) {
 	}
 	b := s.Malloc(100)
 	s.Free(b)
-	memtest.CheckPanic(t, "memkit/extent: double free", func() { s.Free(b) })
-	memtest.CheckPanic(t, "memkit/extent: foreign memory", func() { s.Free(make([]byte, 8)) })
+	checkBadFree(t, "Free", "memkit/extent: double free", func() { s.Free(b) })
+	checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { s.Free(make([]byte, 8)) })
 	memtest.CheckPanic(t, "memkit/extent: negative size", func() { s.Malloc(-1) })
 	memtest.CheckPanic(t, "memkit/extent: FreeRest keep out of range", func() { s.FreeRest(b, 101) })
 	c, err := s.TryMalloc(100)

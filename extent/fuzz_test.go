@@ -6,6 +6,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -175,12 +176,17 @@ func FuzzAllocator(f *testing.F) {
 				if overlapsHeld(a, m, b) {
 					continue // handed out again since
 				}
-				if got := memtest.PanicOf(func() { a.Free(b) }); got != "memkit/extent: double free" && got != "memkit/extent: foreign memory" {
+				if got := memtest.PanicOf(func() { a.Free(b) }); !isBadFree(got) {
 					t.Fatalf("double Free: panic %q", got)
 				}
 				bad++
 			case 10: // foreign memory
-				if got := memtest.PanicOf(func() { a.Free(make([]byte, 1+int(ops.Byte()))) }); got != "memkit/extent: foreign memory" {
+				free := func() { a.Free(make([]byte, 1+int(ops.Byte()))) }
+				if checked.Enabled {
+					if m := misuseOf(free); m == nil || m.Kind != checked.ForeignFree {
+						t.Fatalf("foreign Free: misuse %v", m)
+					}
+				} else if got := memtest.PanicOf(free); got != "memkit/extent: foreign memory" {
 					t.Fatalf("foreign Free: panic %q", got)
 				}
 				bad++
@@ -202,7 +208,7 @@ func FuzzAllocator(f *testing.F) {
 		if msg := a.CheckTree(); msg != "" {
 			t.Fatal("free-range index:", msg)
 		}
-		var held uint64
+		held := uint64(a.GuardBytes())
 		for _, blk := range m.Live {
 			held += uint64(len(blk.Buf))
 		}

@@ -27,6 +27,8 @@ type config struct {
 	maxTotal    int64
 	borrowChunk int
 	offHeap     bool
+	alertAt     int64
+	alertFn     func(used int64, above bool)
 }
 
 func defaultConfig() config {
@@ -50,6 +52,8 @@ func (c *config) check() error {
 		return errorf("MaxTotal %d must be >= 0 (0: no limit)", c.maxTotal)
 	case c.maxTotal != 0 && c.maxTotal < int64(c.blockSize):
 		return errorf("MaxTotal %d < BlockSize %d", c.maxTotal, c.blockSize)
+	case c.alertFn != nil && c.alertAt <= 0:
+		return errorf("BudgetAlert threshold %d must be > 0", c.alertAt)
 	case c.borrowChunk < 64 || c.borrowChunk > c.blockSize:
 		return errorf("BorrowChunk %d must be between 64 and BlockSize %d", c.borrowChunk, c.blockSize)
 	}
@@ -67,10 +71,27 @@ func WithBlockSize(n int) Option { return func(c *config) { c.blockSize = n } }
 // without a known bound.
 func WithGrowth(f float64) Option { return func(c *config) { c.growth = f } }
 
-// WithMaxTotal bounds the bytes of all blocks together (default 0: no
-// limit). Past it, Malloc serves requests from the Go heap (counted in
-// Stats.HeapFallbacks) and TryMalloc returns [ErrNoSpace].
+// WithMaxTotal is the allocator's byte budget: it bounds the bytes of all
+// blocks together (default 0: no limit). At the budget, a request that no
+// free range fits is served by Malloc from the Go heap, in a block of its
+// own that is counted in Stats.HeapFallbacks and outside the budget, and
+// TryMalloc returns [ErrNoSpace], leaving the allocator unchanged but for
+// Stats.Failures.
 func WithMaxTotal(n int64) Option { return func(c *config) { c.maxTotal = n } }
+
+// WithBudgetAlert calls fn when the bytes the allocator holds — all its
+// blocks, heap fallbacks included: Stats.ReservedBytes — rise to threshold
+// or more (above true), and again when they fall back below it (above
+// false), for load shedding. threshold must be > 0. The bytes change only
+// when a block is reserved or given back (a new block, a heap fallback,
+// Trim, Close), so fn runs on that slow path, never on a Malloc or Free
+// served from the free ranges, and costs those nothing. fn runs on the
+// goroutine that crossed the threshold, inside the allocator's call (under
+// the lock of a [Shared]): it must be quick and must not call the
+// allocator.
+func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
+	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+}
 
 // WithBorrowChunk sets the size of the chunks [Allocator.Borrow] bumps
 // through (default 64 KiB, or BlockSize if that is smaller; at most

@@ -3,6 +3,7 @@ package extent
 import (
 	"sync"
 
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -30,7 +31,11 @@ func NewShared(opts ...Option) (*Shared, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Shared{a: a}, nil
+	s := &Shared{a: a}
+	if checked.Enabled {
+		checked.Register(s, a.dbg.tr)
+	}
+	return s, nil
 }
 
 // Malloc is [Allocator.Malloc] under the lock.

@@ -24,9 +24,46 @@
 //   - After Free, every slice of the mapping is dangling: touching it
 //     faults (SIGSEGV), it is not caught by the race detector or the GC.
 //   - Free takes the slice as Alloc returned it (any length, same start).
-//     Freeing twice, or freeing memory this package did not map, panics with
-//     "memkit/offheap: double free or foreign memory"; the mappings are kept
-//     in an address-sorted table so the check is a binary search.
+//     Freeing twice, freeing memory this package did not map, or another
+//     Allocator's mapping, panics with "memkit/offheap: double free or
+//     foreign memory"; the mappings are kept in an address-sorted table so
+//     the check is a binary search. A slice freed twice after the kernel
+//     mapped its address again, for a later Alloc, frees that mapping:
+//     guard pages' quarantine keeps freed addresses from being reused.
+//
+// # Allocators, guard pages and budgets
+//
+// The package-level functions use [Default], an [Allocator] with no
+// options. [New] makes others:
+//
+//	a, _ := offheap.New(offheap.WithGuardPages(), offheap.WithBudget(1<<30))
+//	b, err := a.Alloc(1500) // ends at a page boundary, before a PROT_NONE page
+//	...
+//	a.Free(b) // protected and quarantined: touching b faults
+//
+// [WithGuardPages] is the tool for overflows and uses after free: each
+// slice ends exactly where a page that cannot be read or written begins,
+// and freed mappings are protected rather than unmapped until they leave a
+// bounded quarantine, so the first bad access faults at the instruction
+// that makes it (Linux; elsewhere the option is ignored, see [GuardPages]).
+// [WithBudget] bounds the bytes an Allocator has mapped: past it, Alloc
+// returns [ErrBudget] and nothing changes but Stats.Failures.
+// [WithBudgetAlert] calls a function when they cross a threshold.
+//
+// # Checked build
+//
+// Built with -tags memkitdebug, every Allocator (Default included) records
+// the stack of each Alloc, and a bad Free panics with a *checked.Misuse
+// whose Error names the mistake and the stacks instead of the release
+// build's single message: a double free (with the stack of the first
+// free), a moved start (a slice that starts inside a mapping: b[1:]), a
+// mapping of another Allocator, or memory the package did not map.
+// [github.com/memkit/memkit.Leaks] lists an Allocator's live mappings with
+// their allocation stacks. Writes after free and past the end are left to
+// guard pages, in both builds: the checked build adds no poison, as freed
+// memory is unmapped. The checked build adds a stack capture (about a
+// microsecond) and an allocation to each Alloc and Free, which are system
+// calls already.
 //
 // # Platforms
 //
@@ -40,5 +77,6 @@
 //
 // # Statistics
 //
-// [ReadStats] reports the process-wide totals in the shared [memkit.Stats].
+// [ReadStats] reports the process-wide totals in the shared [memkit.Stats];
+// [Allocator.ReadStats] those of one Allocator.
 package offheap

@@ -1,7 +1,9 @@
 package offheap_test
 
 import (
+	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/offheap"
@@ -33,4 +35,25 @@ func ExampleReadStats() {
 	fmt.Println(after.InUseBytes-before.InUseBytes == uint64(offheap.PageSize()), after.LiveObjects-before.LiveObjects)
 	_ = offheap.Free(b)
 	// Output: true 1
+}
+
+// An Allocator with guard pages and a budget: each slice ends before a page
+// that faults when touched, and Free keeps the memory protected.
+func ExampleNew() {
+	a, err := offheap.New(offheap.WithGuardPages(), offheap.WithBudget(1<<20))
+	if err != nil {
+		panic(err)
+	}
+	b, _ := a.Alloc(1000)
+	end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b))
+	fmt.Println(len(b), !offheap.GuardPages || end%uintptr(offheap.PageSize()) == 0)
+
+	_, err = a.Alloc(2 << 20) // past the budget
+	fmt.Println(errors.Is(err, offheap.ErrBudget))
+
+	_ = a.Free(b) // from here on, b[0] faults
+	_ = a.Purge()
+	// Output:
+	// 1000 true
+	// true
 }

@@ -9,27 +9,35 @@ import (
 	"github.com/memkit/memkit/stats"
 )
 
-// mapping is one live Alloc: its start and mapped length. The pointer is to
-// memory outside the Go heap (the GC ignores it), or, for the heap fallback,
-// keeps the buffer alive until Free as the kernel keeps a mapping.
+// mapping is one live Alloc. The pointer is to memory outside the Go heap
+// (the GC ignores it), or, for the heap fallback, keeps the buffer alive
+// until Free as the kernel keeps a mapping.
 type mapping struct {
-	p unsafe.Pointer
-	n uintptr
+	p     unsafe.Pointer // start of the mapping
+	n     uintptr        // bytes mapped, a guard page included
+	size  uintptr        // bytes usable from p: n less the guard page
+	user  uintptr        // start of the slice Alloc returned: what Free takes
+	owner *Allocator
 }
 
-func (m mapping) start() uintptr { return uintptr(m.p) }
+func (m *mapping) start() uintptr { return uintptr(m.p) }
+
+// whole returns the mapping as the slice sysAlloc returned.
+func (m *mapping) whole() []byte { return unsafe.Slice((*byte)(m.p), m.n) }
 
 // table is the process-wide registry of live mappings, sorted by start,
-// with the counters ReadStats reports.
+// with the counters ReadStats reports. Its lock also guards every
+// Allocator's counters and quarantine.
 var table struct {
-	mu       sync.Mutex
-	live     []mapping
-	mapped   uint64
-	allocs   uint64
-	frees    uint64
-	failures uint64
-	releases uint64
-	badFrees uint64
+	mu          sync.Mutex
+	live        []mapping
+	mapped      uint64
+	quarantined uint64
+	allocs      uint64
+	frees       uint64
+	failures    uint64
+	releases    uint64
+	badFrees    uint64
 }
 
 const (
@@ -49,48 +57,16 @@ func PageSize() int { return pageSize }
 // Alloc is safe for concurrent use. It is a system call (mmap) and costs a
 // few microseconds; the memory is not counted by the GC, GOGC or GOMEMLIMIT.
 // It panics with "memkit/offheap: negative size" if n < 0, and returns an
-// error if the OS refuses the mapping.
-func Alloc(n int) ([]byte, error) { return alloc(n, false) }
+// error if the OS refuses the mapping. It is [Default]().Alloc: it has no
+// guard page and no budget; an [Allocator] from [New] may have both.
+func Alloc(n int) ([]byte, error) { return std.alloc(n, false) }
 
 // AllocHuge is [Alloc] for memory that should be backed by transparent huge
 // pages: on Linux it rounds n up to 2 MiB and advises the kernel
 // (MADV_HUGEPAGE), which uses huge pages where it can; elsewhere it is Alloc.
 // Huge pages cut TLB misses on large, randomly accessed buffers; they are
 // best effort and need THP enabled ("madvise" or "always").
-func AllocHuge(n int) ([]byte, error) { return alloc(n, true) }
-
-func alloc(n int, huge bool) ([]byte, error) {
-	if n < 0 {
-		panic(errNegative)
-	}
-	size, ok := roundUp(n, pageSize)
-	if huge && hugePages {
-		size, ok = roundUp(size, hugePageSize)
-	}
-	if !ok {
-		return nil, fmt.Errorf("offheap: size %d too large", n)
-	}
-	b, err := sysAlloc(size)
-	if err != nil {
-		table.mu.Lock()
-		table.failures++
-		table.mu.Unlock()
-		return nil, fmt.Errorf("offheap: mmap %d bytes: %w", size, err)
-	}
-	if huge && hugePages {
-		adviseHuge(b) // best effort: the mapping works without it
-	}
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	table.mu.Lock()
-	i := search(uintptr(p))
-	table.live = append(table.live, mapping{})
-	copy(table.live[i+1:], table.live[i:])
-	table.live[i] = mapping{p, uintptr(size)}
-	table.mapped += uint64(size)
-	table.allocs++
-	table.mu.Unlock()
-	return b[:n:size], nil
-}
+func AllocHuge(n int) ([]byte, error) { return std.alloc(n, true) }
 
 // roundUp returns n rounded up to a multiple of the power of two m, and
 // false if that overflows an int.
@@ -108,6 +84,16 @@ func search(p uintptr) int {
 	return sort.Search(len(table.live), func(i int) bool { return table.live[i].start() >= p })
 }
 
+// containing returns the index of the live mapping that holds the byte at
+// p, or -1. table.mu must be held.
+func containing(p uintptr) int {
+	i := search(p+1) - 1
+	if i >= 0 && p-table.live[i].start() < table.live[i].n {
+		return i
+	}
+	return -1
+}
+
 // Free unmaps memory from [Alloc] or [AllocHuge]. b must start where Alloc's
 // slice started; its length and capacity do not matter, the whole mapping is
 // freed. After Free no slice of the mapping may be used: touching it faults.
@@ -115,28 +101,9 @@ func search(p uintptr) int {
 // Free is safe for concurrent use; it is a system call (munmap). It panics
 // with "memkit/offheap: double free or foreign memory" if b does not start a
 // live mapping of this package (counting it in Stats.BadFrees first), and
-// returns an error only if the OS refuses to unmap.
-func Free(b []byte) error {
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
-	table.mu.Lock()
-	i := search(start)
-	if i == len(table.live) || table.live[i].start() != start || cap(b) == 0 {
-		table.badFrees++
-		table.mu.Unlock()
-		panic(errDoubleFree)
-	}
-	m := table.live[i]
-	table.live = append(table.live[:i], table.live[i+1:]...)
-	table.mapped -= uint64(m.n)
-	table.frees++
-	table.mu.Unlock()
-	// Unmap after unlocking: the range is out of the table, so no other
-	// Free or Release can reach it.
-	if err := sysFree(unsafe.Slice((*byte)(m.p), m.n)); err != nil {
-		return fmt.Errorf("offheap: munmap: %w", err)
-	}
-	return nil
-}
+// returns an error only if the OS refuses to unmap. It is
+// [Default]().Free: a mapping from another [Allocator] is foreign to it.
+func Free(b []byte) error { return std.Free(b) }
 
 // Release lets the OS reclaim the whole pages inside b[:len(b)] while keeping
 // them mapped: on Linux (madvise MADV_DONTNEED) the process RSS drops at
@@ -146,10 +113,11 @@ func Free(b []byte) error {
 // idle for a while but not freed.
 //
 // Release is safe for concurrent use with other Release and Alloc calls;
-// the caller must not use the released bytes concurrently. It panics with
-// "memkit/offheap: foreign memory" if b is not inside one live mapping of
-// this package (releasing Go heap memory would corrupt the heap), and
-// returns an error if the OS refuses.
+// the caller must not use the released bytes concurrently. It works on the
+// mappings of every [Allocator]. It panics with "memkit/offheap: foreign
+// memory" if b is not inside one live mapping of this package (releasing Go
+// heap memory would corrupt the heap; a guard page is not part of its
+// mapping here), and returns an error if the OS refuses.
 func Release(b []byte) error {
 	if len(b) == 0 {
 		return nil
@@ -159,9 +127,10 @@ func Release(b []byte) error {
 	end := start + uintptr(len(b))
 	table.mu.Lock()
 	i := search(start + 1) // the first mapping starting after start
-	ok := i > 0 && end <= table.live[i-1].start()+table.live[i-1].n
+	ok := i > 0 && end <= table.live[i-1].start()+table.live[i-1].size && end > start
 	if ok {
 		table.releases++
+		table.live[i-1].owner.releases++
 	}
 	table.mu.Unlock()
 	if !ok {
@@ -179,18 +148,20 @@ func Release(b []byte) error {
 	return nil
 }
 
-// ReadStats fills *s with the totals of every live mapping of the process:
-// InUseBytes and ReservedBytes are the bytes mapped (Alloc rounds to
-// pages, and released pages still count), LiveObjects the live mappings,
-// Allocs and Frees the calls that succeeded, Failures the mappings the OS
-// refused, Releases the Release calls, BadFrees the rejected Frees. Grows
-// equals Allocs. It does not allocate and takes one short lock.
+// ReadStats fills *s with the totals of every live mapping of the process,
+// from every [Allocator]: InUseBytes the bytes mapped for use (Alloc rounds
+// to pages, and released pages still count; guard pages do not),
+// ReservedBytes those and the bytes of freed mappings held in quarantine
+// ([WithGuardPages]), LiveObjects the live mappings, Allocs and Frees the
+// calls that succeeded, Failures the mappings the OS or a budget refused,
+// Releases the Release calls, BadFrees the rejected Frees. Grows equals
+// Allocs. It does not allocate and takes one short lock.
 func ReadStats(s *stats.Stats) {
 	s.Reset()
 	table.mu.Lock()
 	defer table.mu.Unlock()
 	s.InUseBytes = table.mapped
-	s.ReservedBytes = table.mapped
+	s.ReservedBytes = table.mapped + table.quarantined
 	s.LiveObjects = uint64(len(table.live))
 	s.Allocs = table.allocs
 	s.Frees = table.frees
@@ -207,7 +178,7 @@ func ReadStats(s *stats.Stats) {
 //
 //	a, err := slab.NewArena(64, 1<<20, 2, offheap.Malloc, slab.WithFree(offheap.Unmap))
 func Malloc(n int) []byte {
-	b, err := Alloc(n)
+	b, err := std.alloc(n, false)
 	if err != nil {
 		return nil
 	}
@@ -218,7 +189,7 @@ func Malloc(n int) []byte {
 // misuse panics, it panics if the OS refuses to unmap, which a valid mapping
 // never causes.
 func Unmap(b []byte) {
-	if err := Free(b); err != nil {
+	if err := std.Free(b); err != nil {
 		panic(err)
 	}
 }

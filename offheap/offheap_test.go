@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/offheap"
 )
@@ -84,7 +85,7 @@ func TestFree_DoubleFreePanics(t *testing.T) {
 	b := mustAlloc(t, 100)
 	mustFree(t, b)
 	before := stats().BadFrees
-	memtest.CheckPanic(t, "memkit/offheap: double free or foreign memory", func() { _ = offheap.Free(b) })
+	checkBadFree(t, checked.DoubleFree, func() { _ = offheap.Free(b) })
 	if got := stats().BadFrees; got != before+1 {
 		t.Fatalf("BadFrees = %d; want %d", got, before+1)
 	}
@@ -93,14 +94,20 @@ func TestFree_DoubleFreePanics(t *testing.T) {
 func TestFree_ForeignPanics(t *testing.T) {
 	b := mustAlloc(t, 2*offheap.PageSize())
 	defer mustFree(t, b)
-	for name, f := range map[string][]byte{
-		"heap":        make([]byte, 4096),
-		"interior":    b[1:],
-		"second page": b[offheap.PageSize():],
-		"nil":         nil,
+	// The release build's foreign memory is, in the checked build, a
+	// foreign free or a moved start.
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		kind string
+	}{
+		{"heap", make([]byte, 4096), checked.ForeignFree},
+		{"interior", b[1:], checked.MovedFree},
+		{"second page", b[offheap.PageSize():], checked.MovedFree},
+		{"nil", nil, checked.ForeignFree},
 	} {
-		t.Run(name, func(t *testing.T) {
-			memtest.CheckPanic(t, "memkit/offheap: double free or foreign memory", func() { _ = offheap.Free(f) })
+		t.Run(tc.name, func(t *testing.T) {
+			checkBadFree(t, tc.kind, func() { _ = offheap.Free(tc.b) })
 		})
 	}
 }
@@ -267,5 +274,5 @@ func TestMalloc_NilWhereAllocFails(t *testing.T) {
 		t.Fatalf("Malloc(100) = %d bytes", len(b))
 	}
 	offheap.Unmap(b)
-	memtest.CheckPanic(t, "memkit/offheap: double free or foreign memory", func() { offheap.Unmap(b) })
+	checkBadFree(t, checked.DoubleFree, func() { offheap.Unmap(b) })
 }

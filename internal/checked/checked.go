@@ -100,6 +100,8 @@ type Record struct {
 	Size  int
 	Alloc Stack
 	Free  Stack // set once freed
+
+	freeSeq uint64 // which of the tracker's frees ended it, for the ring
 }
 
 // keepFreed is how many freed records a Tracker keeps to name the first
@@ -113,7 +115,15 @@ type Tracker struct {
 	mu        sync.Mutex
 	live      map[uintptr]*Record
 	freed     map[uintptr]*Record
-	order     []uintptr // freed addresses, oldest first, at most keepFreed
+	order     []freed // the last keepFreed frees, a ring
+	next      int     // the oldest entry of order once it is full
+	frees     uint64  // frees so far
+}
+
+// freed is one entry of a Tracker's ring of recent frees.
+type freed struct {
+	addr uintptr
+	seq  uint64
 }
 
 // NewTracker returns an empty tracker for the named allocator ("bytepool").
@@ -152,17 +162,42 @@ func (t *Tracker) Free(op string, addr uintptr, skip int) *Record {
 	}
 	delete(t.live, addr)
 	r.Free = Callers(skip + 1)
-	if len(t.order) == keepFreed {
-		old := t.order[0]
-		if f := t.freed[old]; f != nil && f != r {
-			delete(t.freed, old)
-		}
-		t.order = append(t.order[:0], t.order[1:]...)
-	}
-	t.freed[addr] = r
-	t.order = append(t.order, addr)
+	t.retire(r)
 	t.mu.Unlock()
 	return r
+}
+
+// retire adds r to the freed records, forgetting the oldest past keepFreed
+// in O(1). t.mu must be held.
+func (t *Tracker) retire(r *Record) {
+	t.frees++
+	r.freeSeq = t.frees
+	e := freed{r.Addr, t.frees}
+	if len(t.order) < keepFreed {
+		t.order = append(t.order, e)
+	} else {
+		// Forget the oldest free, unless its address was freed again since
+		// (then the map holds the newer record).
+		old := t.order[t.next]
+		if f := t.freed[old.addr]; f != nil && f.freeSeq == old.seq {
+			delete(t.freed, old.addr)
+		}
+		t.order[t.next] = e
+		t.next = (t.next + 1) % keepFreed
+	}
+	t.freed[r.Addr] = r
+}
+
+// recentFrees calls f with the freed records, newest first, until f
+// returns false. t.mu must be held.
+func (t *Tracker) recentFrees(f func(*Record) bool) {
+	n := len(t.order)
+	for i := range n {
+		e := t.order[(t.next+n-1-i)%n]
+		if r := t.freed[e.addr]; r != nil && r.freeSeq == e.seq && !f(r) {
+			return
+		}
+	}
 }
 
 // Lookup returns the live record at addr, or nil.

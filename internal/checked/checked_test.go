@@ -121,3 +121,24 @@ func TestRegister_DroppedWithOwner(t *testing.T) {
 	}
 	t.Fatal("the tracker of a collected owner is still registered")
 }
+
+func TestTracker_RingKeepsARefreedAddress(t *testing.T) {
+	tr := NewTracker("testpool")
+	tr.Alloc(7, 1, 0)
+	tr.Free("Put", 7, 0) // the oldest entry of the ring
+	for a := uintptr(100); a < 100+keepFreed-1; a++ {
+		tr.Alloc(a, 1, 0)
+		tr.Free("Put", a, 0)
+	}
+	tr.Alloc(7, 1, 0)
+	tr.Free("Put", 7, 0) // freed again: the ring is full now
+	tr.Alloc(1, 1, 0)
+	tr.Free("Put", 1, 0) // evicts the first free of 7, not the second
+	if r := tr.Freed(7); r == nil {
+		t.Fatal("evicting an address's old free forgot its newer one")
+	}
+	m := misuseOf(func() { tr.Free("Put", 7, 0) })
+	if m == nil || m.Kind != DoubleFree {
+		t.Fatalf("double free after the ring wrapped: %+v", m)
+	}
+}

@@ -1,0 +1,255 @@
+//go:build memkitdebug
+
+package extent_test
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/internal/checked"
+)
+
+// The misuse suite of the checked build: one test per mistake, each
+// asserting the report. extent has no handles, so there is no stale-handle
+// mistake to make, and a Free whose start moved is no mistake: Free takes
+// any sub-slice of a live allocation (a partial free). What is a mistake
+// is a Free of a range that is partly free already, or reaches outside the
+// allocations it starts in (into guard bytes, Borrow memory or memory never
+// handed out).
+
+// checkMisuse fails t unless m reports kind for op, with the stacks that
+// explain it: where the memory was allocated (by the test function named
+// test, if not ""), and, with freed, where it was first freed.
+func checkMisuse(t *testing.T, m *checked.Misuse, op, kind, test string, freed bool) {
+	t.Helper()
+	if m == nil {
+		t.Fatalf("no *checked.Misuse panic; want %q", kind)
+	}
+	if m.Allocator != "extent" || m.Op != op || m.Kind != kind {
+		t.Fatalf("misuse %s/%s/%s; want extent/%s/%s\n%v", m.Allocator, m.Op, m.Kind, op, kind, m)
+	}
+	msg := m.Error()
+	if !strings.HasPrefix(msg, "memkit/extent: "+op+": "+kind+" at 0x") {
+		t.Errorf("report starts %q", msg)
+	}
+	if test == "" {
+		return
+	}
+	want := []string{"allocated at:\n\tgithub.com/memkit/memkit/extent_test." + test}
+	if freed {
+		want = append(want, "first freed at:\n\tgithub.com/memkit/memkit/extent_test."+test)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("report lacks %q:\n%s", w, msg)
+		}
+	}
+}
+
+func newAllocator(t *testing.T) *extent.Allocator {
+	a := mustNew(t, extent.WithBlockSize(4096))
+	t.Cleanup(a.Close)
+	return a
+}
+
+func TestMisuse_DoubleFree(t *testing.T) {
+	a := newAllocator(t)
+	b := a.Malloc(100)
+	a.Free(b)
+	checkMisuse(t, misuseOf(func() { a.Free(b) }), "Free", checked.DoubleFree, "TestMisuse_DoubleFree", true)
+	checkMisuse(t, misuseOf(func() { a.Free(b[40:60]) }), "Free", checked.DoubleFree, "TestMisuse_DoubleFree", true)
+	// The report changed nothing: the range is handed out once.
+	x, y := a.Malloc(100), a.Malloc(100)
+	if addr(x) != addr(b) || addr(y) == addr(x) {
+		t.Fatal("state changed by a reported double free")
+	}
+	if s := readStats(a); s.BadFrees != 2 {
+		t.Fatalf("BadFrees = %d; want 2", s.BadFrees)
+	}
+}
+
+func TestMisuse_DoubleFreeOfAPart(t *testing.T) {
+	a := newAllocator(t)
+	b := a.Malloc(100)
+	a.Free(b[20:30])
+	// The whole allocation: its bytes 20 to 30 are free already.
+	m := misuseOf(func() { a.Free(b) })
+	checkMisuse(t, m, "Free", checked.DoubleFree, "TestMisuse_DoubleFreeOfAPart", true)
+	if !strings.Contains(m.Detail, "from byte 20 of the 100 freed") {
+		t.Errorf("detail %q", m.Detail)
+	}
+	a.Free(b[:20])
+	a.Free(b[30:])
+}
+
+func TestMisuse_ForeignFree(t *testing.T) {
+	a := newAllocator(t)
+	a.Malloc(10)
+	checkMisuse(t, misuseOf(func() { a.Free(make([]byte, 64)) }), "Free", checked.ForeignFree, "", false)
+	other := newAllocator(t)
+	checkMisuse(t, misuseOf(func() { a.Free(other.Malloc(10)) }), "Free", checked.ForeignFree, "", false)
+	sh, _ := extent.NewShared()
+	checkMisuse(t, misuseOf(func() { sh.Free(make([]byte, 8)) }), "Free", checked.ForeignFree, "", false)
+}
+
+// A Free whose start moved frees part of the allocation: not a mistake.
+// What stays live is reported by Leaks with the allocation's stack.
+func TestMisuse_MovedStartIsAPartialFree(t *testing.T) {
+	a := newAllocator(t)
+	b := a.Malloc(100)
+	a.Free(b[1:])
+	leaks, err := memkit.Leaks(a)
+	if err != nil || len(leaks) != 1 || leaks[0].Addr != addr(b) || leaks[0].Size != 1 ||
+		!strings.Contains(leaks[0].Stack, "extent_test.TestMisuse_MovedStartIsAPartialFree") {
+		t.Fatalf("Leaks = %v, %v", leaks, err)
+	}
+	a.Free(b[:1])
+	if leaks, _ := memkit.Leaks(a); len(leaks) != 0 {
+		t.Fatalf("Leaks after freeing all: %v", leaks)
+	}
+}
+
+// A Free that runs past an allocation into its guard bytes.
+func TestMisuse_FreePastTheEnd(t *testing.T) {
+	a := newAllocator(t)
+	b := a.Malloc(100)
+	a.Malloc(100)
+	past := unsafe.Slice(unsafe.SliceData(b), len(b)+1)
+	m := misuseOf(func() { a.Free(past) })
+	checkMisuse(t, m, "Free", checked.ForeignFree, "TestMisuse_FreePastTheEnd", false)
+	if !strings.Contains(m.Detail, "guard bytes") {
+		t.Errorf("detail %q", m.Detail)
+	}
+	a.Free(b) // unchanged by the report
+}
+
+// Borrow memory is given back by Recycle; a Free of it is a mistake.
+func TestMisuse_FreeBorrowed(t *testing.T) {
+	a := newAllocator(t)
+	b := a.Borrow(100)
+	m := misuseOf(func() { a.Free(b) })
+	checkMisuse(t, m, "Free", checked.ForeignFree, "", false)
+	if !strings.Contains(m.Detail, "Borrow") {
+		t.Errorf("detail %q", m.Detail)
+	}
+}
+
+func TestMisuse_WriteAfterFree(t *testing.T) {
+	for _, op := range []string{"Malloc", "TryMalloc"} {
+		t.Run("op="+op, func(t *testing.T) {
+			a := newAllocator(t)
+			b := a.Malloc(100)
+			a.Free(b)
+			b[42] = 1 // after Free
+			m := misuseOf(func() {
+				if op == "Malloc" {
+					a.Malloc(200)
+				} else {
+					_, _ = a.TryMalloc(200)
+				}
+			})
+			checkMisuse(t, m, op, checked.UseAfterFree, "TestMisuse_WriteAfterFree", true)
+			if m.Addr != addr(b) || !strings.Contains(m.Detail, "byte 42 ") {
+				t.Errorf("misuse at %#x (%s); want byte 42 of %#x", m.Addr, m.Detail, addr(b))
+			}
+		})
+	}
+}
+
+// A write to the part FreeRest gave back.
+func TestMisuse_WriteAfterFreeRest(t *testing.T) {
+	a := newAllocator(t)
+	b := a.Malloc(100)
+	h := a.FreeRest(b, 10)
+	b[50] = 7
+	m := misuseOf(func() { a.Malloc(500) })
+	checkMisuse(t, m, "Malloc", checked.UseAfterFree, "TestMisuse_WriteAfterFreeRest", true)
+	if m.Addr != addr(b)+10 || !strings.Contains(m.Error(), "first freed at:\n\tgithub.com/memkit/memkit/extent_test.TestMisuse_WriteAfterFreeRest") {
+		t.Errorf("misuse at %#x; want %#x\n%v", m.Addr, addr(b)+10, m)
+	}
+	_ = h
+}
+
+// Borrowed memory written after Recycle: the next Borrow of it reports
+// the Borrow and the Recycle.
+func TestMisuse_WriteAfterRecycle(t *testing.T) {
+	a := newAllocator(t)
+	x := a.Borrow(100)
+	a.Recycle()
+	x[3] = 1
+	m := misuseOf(func() { a.Borrow(100) })
+	checkMisuse(t, m, "Borrow", checked.UseAfterFree, "TestMisuse_WriteAfterRecycle", true)
+	if m.Addr != addr(x) {
+		t.Errorf("misuse at %#x; want %#x", m.Addr, addr(x))
+	}
+}
+
+func TestMisuse_Overflow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		free func(a *extent.Allocator, b []byte)
+		op   string
+	}{
+		{"Free", func(a *extent.Allocator, b []byte) { a.Free(b) }, "Free"},
+		{"FreeOfAPart", func(a *extent.Allocator, b []byte) { a.Free(b[:10]) }, "Free"},
+		{"FreeRest", func(a *extent.Allocator, b []byte) { a.FreeRest(b, 10) }, "FreeRest"},
+	} {
+		t.Run("op="+tc.name, func(t *testing.T) {
+			a := newAllocator(t)
+			b := a.Malloc(100)
+			unsafe.Slice(unsafe.SliceData(b), 101)[100] = 'x' // one past the end
+			m := misuseOf(func() { tc.free(a, b) })
+			checkMisuse(t, m, tc.op, checked.Overflow, "TestMisuse_Overflow", false)
+			if !strings.Contains(m.Detail, "guard byte 0 ") {
+				t.Errorf("detail %q", m.Detail)
+			}
+		})
+	}
+}
+
+func TestMisuse_Leak(t *testing.T) {
+	a := newAllocator(t)
+	keep := a.Malloc(100)
+	a.Free(a.Malloc(50))
+	a.Free(keep[60:])
+	leaks, err := memkit.Leaks(a)
+	if err != nil || len(leaks) != 1 {
+		t.Fatalf("Leaks = %v, %v", leaks, err)
+	}
+	l := leaks[0]
+	if l.Allocator != "extent" || l.Addr != addr(keep) || l.Size != 60 ||
+		!strings.Contains(l.String(), "allocated at:\n\tgithub.com/memkit/memkit/extent_test.TestMisuse_Leak") {
+		t.Fatalf("leak %v", l)
+	}
+	// A Shared allocator reports through its own pointer; Close ends
+	// every allocation.
+	sh, _ := extent.NewShared()
+	sh.Malloc(10)
+	if leaks, err := memkit.Leaks(sh); err != nil || len(leaks) != 1 || !strings.Contains(leaks[0].Stack, "TestMisuse_Leak") {
+		t.Fatalf("Shared leaks = %v, %v", leaks, err)
+	}
+	sh.Close()
+	if leaks, _ := memkit.Leaks(sh); len(leaks) != 0 {
+		t.Fatalf("leaks after Close: %v", leaks)
+	}
+}
+
+// A Free spanning several allocations is allowed, in the checked build
+// too, as long as it covers the guard bytes between them.
+func TestMisuse_SpanningFree(t *testing.T) {
+	a := newAllocator(t)
+	x := a.Malloc(100)
+	a.Malloc(100)
+	z := a.Malloc(100)
+	a.Free(unsafe.Slice(unsafe.SliceData(x), addr(z)+uintptr(len(z))-addr(x)))
+	if leaks, _ := memkit.Leaks(a); len(leaks) != 0 {
+		t.Fatalf("leaks: %v", leaks)
+	}
+	// Ending inside the guard bytes of an allocation is not.
+	x, y := a.Malloc(100), a.Malloc(100)
+	m := misuseOf(func() { a.Free(unsafe.Slice(unsafe.SliceData(x), addr(y)-addr(x)-1)) })
+	checkMisuse(t, m, "Free", checked.ForeignFree, "TestMisuse_SpanningFree", false)
+}

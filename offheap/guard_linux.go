@@ -1,0 +1,11 @@
+package offheap
+
+import "syscall"
+
+// GuardPages reports whether [WithGuardPages] protects pages on this
+// platform (true here: Linux has mprotect).
+const GuardPages = true
+
+// sysProtect makes b, whole pages of a mapping, inaccessible: any access
+// faults.
+func sysProtect(b []byte) error { return syscall.Mprotect(b, syscall.PROT_NONE) }

@@ -1,0 +1,123 @@
+//go:build memkitdebug
+
+package offheap_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/offheap"
+)
+
+// The misuse suite of the checked build: one test per mistake, each
+// asserting the report. A mapping has no handle apart from the slice
+// itself, so there is no stale-handle mistake to make. Writes after free
+// and past the end are not the checked build's to catch here: freed memory
+// is unmapped, and guard pages (guard_test.go, both builds) make both
+// fault at once.
+
+// checkMisuse fails t unless m reports kind, with the stacks that explain
+// it: where the mapping was allocated (by the test function named test, if
+// not ""), and, with freed, where it was first freed.
+func checkMisuse(t *testing.T, m *checked.Misuse, kind, test string, freed bool) {
+	t.Helper()
+	if m == nil {
+		t.Fatalf("no *checked.Misuse panic; want %q", kind)
+	}
+	if m.Allocator != "offheap" || m.Op != "Free" || m.Kind != kind {
+		t.Fatalf("misuse %s/%s/%s; want offheap/Free/%s\n%v", m.Allocator, m.Op, m.Kind, kind, m)
+	}
+	msg := m.Error()
+	if !strings.HasPrefix(msg, "memkit/offheap: Free: "+kind+" at 0x") {
+		t.Errorf("report starts %q", msg)
+	}
+	if test == "" {
+		return
+	}
+	want := []string{"allocated at:\n\tgithub.com/memkit/memkit/offheap_test." + test}
+	if freed {
+		want = append(want, "first freed at:\n\tgithub.com/memkit/memkit/offheap_test."+test)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("report lacks %q:\n%s", w, msg)
+		}
+	}
+}
+
+// allocators are the package-level functions' allocator and a guarded
+// one.
+func allocators(t *testing.T) map[string]*offheap.Allocator {
+	return map[string]*offheap.Allocator{"default": offheap.Default(), "guarded": newGuarded(t)}
+}
+
+func TestMisuse_DoubleFree(t *testing.T) {
+	for name, a := range allocators(t) {
+		t.Run(name, func(t *testing.T) {
+			b, _ := a.Alloc(100)
+			if err := a.Free(b); err != nil {
+				t.Fatal(err)
+			}
+			checkMisuse(t, misuseOf(func() { _ = a.Free(b) }), checked.DoubleFree, "TestMisuse_DoubleFree", true)
+		})
+	}
+}
+
+func TestMisuse_ForeignFree(t *testing.T) {
+	checkMisuse(t, misuseOf(func() { _ = offheap.Free(make([]byte, 10)) }), checked.ForeignFree, "", false)
+	g := newGuarded(t)
+	b, _ := g.Alloc(10)
+	// Another allocator's mapping: named with its allocation stack.
+	m := misuseOf(func() { _ = offheap.Free(b) })
+	checkMisuse(t, m, checked.ForeignFree, "TestMisuse_ForeignFree", false)
+	if !strings.Contains(m.Detail, "another Allocator") {
+		t.Errorf("detail %q", m.Detail)
+	}
+	_ = g.Free(b)
+}
+
+func TestMisuse_MovedStart(t *testing.T) {
+	for name, a := range allocators(t) {
+		t.Run(name, func(t *testing.T) {
+			b, _ := a.Alloc(2 * offheap.PageSize())
+			for _, moved := range [][]byte{b[1:], b[offheap.PageSize():]} {
+				checkMisuse(t, misuseOf(func() { _ = a.Free(moved) }), checked.MovedFree, "TestMisuse_MovedStart", false)
+			}
+			if err := a.Free(b); err != nil { // unchanged by the reports
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestMisuse_Leak(t *testing.T) {
+	for name, a := range allocators(t) {
+		t.Run(name, func(t *testing.T) {
+			before, err := memkit.Leaks(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := a.Alloc(100)
+			leaks, _ := memkit.Leaks(a)
+			if len(leaks) != len(before)+1 {
+				t.Fatalf("%d leaks; want %d", len(leaks), len(before)+1)
+			}
+			var found bool
+			for _, l := range leaks {
+				if l.Addr == addr(b) {
+					found = l.Allocator == "offheap" && l.Size == 100 &&
+						strings.Contains(l.String(), "allocated at:\n\tgithub.com/memkit/memkit/offheap_test.TestMisuse_Leak")
+				}
+			}
+			if !found {
+				t.Fatalf("leak of %#x not reported: %v", addr(b), leaks)
+			}
+			_ = a.Free(b)
+			if leaks, _ := memkit.Leaks(a); len(leaks) != len(before) {
+				t.Fatalf("leaks after Free: %v", leaks)
+			}
+		})
+	}
+}
