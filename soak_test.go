@@ -263,9 +263,9 @@ func must(t *testing.T, err error) {
 // back.
 func soakArena(t *testing.T) {
 	type node struct {
-		left, right *node
-		id          int
-		name        string
+		left *node
+		id   int
+		name string
 	}
 	pool := arena.NewPool()
 	memtest.Soak(t, 8, func(w int, rng *rand.Rand) error {

@@ -3,6 +3,7 @@ package arena
 import (
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -32,9 +33,10 @@ import (
 //
 // Objects must not be used after their arena is reset or freed: the memory
 // is handed out again and another object will overwrite it. Such a use is a
-// bug, as with Go's arena package; it cannot corrupt the GC, and under the
-// memkitdebug build tag a write after Reset or Free is reported when the
-// memory is handed out again (best effort; a read is not reported).
+// bug, as with Go's arena package; it cannot corrupt the GC, and the
+// checked build (-tags memkitdebug) reports a write after Reset or Free
+// when the memory is handed out again (best effort; a read is not
+// reported).
 type Arena struct {
 	cache [cacheSize]cacheEntry
 	objs  uintptr // objects handed out since the last Reset
@@ -45,7 +47,8 @@ type Arena struct {
 	byKey map[unsafe.Pointer]*slot
 
 	core
-	pool *Pool
+	pool   *Pool
+	pooled bool // given back to pool by Put, not taken out by Get since
 }
 
 // cacheSize is the number of entries of an Arena's type cache, a power of
@@ -76,8 +79,14 @@ func (a *Arena) init(cfg config) {
 	a.ns.init(noscanInfo, cfg.chunk)
 	a.zero = slot{base: unsafe.Pointer(&zeroBase), info: noscanInfo}
 	a.slots = append(a.slots[:0], &a.ns)
-	if cfg.account != nil && a.acct == nil {
-		a.acct = newAccount(a, cfg.account, nil)
+	if (cfg.account != nil || cfg.alert != nil) && a.acct == nil {
+		a.acct = newAccount(a, cfg.account, nil, cfg.alert)
+	}
+	if checked.Enabled {
+		a.debugInit()
+		if a.pool == nil {
+			checked.Register(a, leakless)
+		}
 	}
 }
 
@@ -96,7 +105,7 @@ func New[T any](a *Arena) *T {
 			s.off = end
 			a.objs++
 			p := unsafe.Add(s.base, off)
-			if debug {
+			if checked.Enabled {
 				unpoison(s.info, p, unsafe.Sizeof(zero))
 			}
 			return (*T)(p)
@@ -163,7 +172,7 @@ func allocN[T any](a *Arena, n int, fallback bool) (*T, error) {
 			s.off = end
 			a.objs++
 			p := unsafe.Add(s.base, off)
-			if debug {
+			if checked.Enabled {
 				unpoison(s.info, p, nb)
 			}
 			return (*T)(p), nil
@@ -181,7 +190,13 @@ const maxBytes = uintptr(1)<<(min(unsafe.Sizeof(uintptr(0))*8-1, 47)) - 1
 // zero bytes, a large one, or the budget.
 func allocSlow[T any](a *Arena, n int, fallback bool) (*T, error) {
 	if a.freed {
+		if checked.Enabled {
+			a.freedMisuse("New", unsafe.Pointer(a))
+		}
 		panic(msgFreed)
+	}
+	if checked.Enabled && a.pooled {
+		a.pool.pooledMisuse("New", a)
 	}
 	if !a.inited {
 		a.init(defaultConfig())
@@ -261,8 +276,22 @@ func (a *Arena) addSlot(k unsafe.Pointer, ti *typeInfo) *slot {
 // if the arena was freed.
 func (a *Arena) Reset() {
 	if a.freed {
+		if checked.Enabled {
+			a.freedMisuse("Reset", unsafe.Pointer(a))
+		}
 		panic(msgFreed)
 	}
+	if checked.Enabled {
+		if a.pooled {
+			a.pool.pooledMisuse("Reset", a)
+		}
+		a.freeing("Reset")
+	}
+	a.reset()
+}
+
+// reset is Reset, for Reset and Pool.Put.
+func (a *Arena) reset() {
 	for _, s := range a.slots {
 		a.resetSlot(s)
 	}
@@ -279,7 +308,19 @@ func (a *Arena) Reset() {
 // with "memkit/arena: use of freed arena", except ReadStats.
 func (a *Arena) Free() {
 	if a.freed {
+		if checked.Enabled {
+			a.freedMisuse("Free", unsafe.Pointer(a))
+		}
 		panic(msgFreed)
+	}
+	if checked.Enabled {
+		if a.pooled {
+			a.pool.pooledMisuse("Free", a)
+		}
+		a.freeing("Free")
+		if a.pool != nil { // it leaves its pool for good
+			a.pool.trk.Free("Free", uintptr(unsafe.Pointer(a)), 1)
+		}
 	}
 	for _, s := range a.slots {
 		a.freeSlot(s)

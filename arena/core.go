@@ -5,6 +5,9 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // core is the bookkeeping an Arena and a Typed share: configuration,
@@ -20,6 +23,8 @@ type core struct {
 	largeBytes uintptr
 
 	allocs, frees, fallbacks, failures, grows, releases uint64
+
+	dbg *coreDebug // the checked build's state; nil otherwise
 }
 
 // slot is the chunks of one element type (or, in an Arena, of every
@@ -75,7 +80,7 @@ func (s *slot) bump(nb, align uintptr) unsafe.Pointer {
 	}
 	s.off = off + nb
 	p := unsafe.Add(s.base, off)
-	if debug {
+	if checked.Enabled {
 		unpoison(s.info, p, nb)
 	}
 	return p
@@ -107,6 +112,9 @@ func (c *core) allocLarge(s *slot, nb uintptr) (unsafe.Pointer, error) {
 		return nil, err
 	}
 	p := s.info.newChunk(nb)
+	if checked.Enabled {
+		chunkTaken(p, nb, true)
+	}
 	c.large = append(c.large, chunk{p: p, size: nb, info: s.info})
 	c.largeBytes += nb
 	c.grows++
@@ -151,11 +159,17 @@ func (c *core) takeChunk(s *slot, nb uintptr) (chunk, error) {
 	c.grows++
 	if size == s.std {
 		if v := s.rec.Get(); v != nil {
+			if checked.Enabled {
+				chunkTaken(v.(unsafe.Pointer), size, false)
+			}
 			return chunk{p: v.(unsafe.Pointer), size: size}, nil
 		}
 	}
 	p := s.info.newChunk(size)
-	poison(s.info, p, size)
+	if checked.Enabled {
+		chunkTaken(p, size, true)
+		poison(s.info, p, size)
+	}
 	return chunk{p: p, size: size}, nil
 }
 
@@ -196,6 +210,9 @@ func (c *core) recycle(s *slot, ch chunk) {
 // not use since the previous Reset, and keeps the others for reuse, in the
 // order they were used.
 func (c *core) resetSlot(s *slot) {
+	if checked.Enabled {
+		c.notePoisoned(s)
+	}
 	for _, ch := range s.spare {
 		c.recycle(s, ch)
 	}
@@ -228,6 +245,9 @@ func (c *core) resetSlot(s *slot) {
 
 // freeSlot zeroes what s handed out and gives up all its chunks.
 func (c *core) freeSlot(s *slot) {
+	if checked.Enabled {
+		c.notePoisoned(s)
+	}
 	s.clearUsed()
 	if s.base != nil {
 		c.recycle(s, chunk{p: s.base, size: s.lim})
@@ -247,12 +267,16 @@ func (c *core) freeSlot(s *slot) {
 func (s *slot) clearUsed() {
 	if s.base != nil && s.off > 0 {
 		s.info.clear(s.base, s.off)
-		poison(s.info, s.base, s.off)
+		if checked.Enabled {
+			poison(s.info, s.base, s.off)
+		}
 	}
 	for i := range s.full {
 		ch := &s.full[i]
 		s.info.clear(ch.p, ch.used)
-		poison(s.info, ch.p, ch.used)
+		if checked.Enabled {
+			poison(s.info, ch.p, ch.used)
+		}
 		ch.used = 0
 	}
 }
@@ -285,15 +309,16 @@ func (c *core) dropLarge() {
 // otherwise, so that the cleanup can report an arena the GC collected
 // without a Free.
 type account struct {
-	held int64 // bytes the arena holds, as last reported
-	f    func(delta int64) error
-	pool *poolStats
+	held  int64 // bytes the arena holds, as last reported
+	f     func(delta int64) error
+	pool  *poolStats
+	alert *budget.Budget // the arena's WithBudgetAlert, or nil
 }
 
 // newAccount returns an account for the arena (or Typed) at ptr, which the
 // GC reports as released when it collects ptr.
-func newAccount[T any](ptr *T, f func(int64) error, ps *poolStats) *account {
-	acct := &account{f: f, pool: ps}
+func newAccount[T any](ptr *T, f func(int64) error, ps *poolStats, alert *budget.Budget) *account {
+	acct := &account{f: f, pool: ps, alert: alert}
 	runtime.AddCleanup(ptr, (*account).dropped, acct)
 	return acct
 }
@@ -307,8 +332,20 @@ func (c *account) add(delta int64) error {
 	c.held += delta
 	if c.pool != nil {
 		c.pool.reserved.Add(delta)
+		charge(c.pool.alert, delta)
 	}
+	charge(c.alert, delta)
 	return nil
+}
+
+// charge charges delta bytes to b, or releases -delta; a nil b is no
+// budget.
+func charge(b *budget.Budget, delta int64) {
+	if delta > 0 {
+		b.Charge(delta)
+	} else {
+		b.Release(-delta)
+	}
 }
 
 // dropped reports the memory of an arena that the GC collected.

@@ -22,12 +22,8 @@
 // chunk stays alive while any pointer into it does, so a pointer kept past
 // Reset or Free still points to valid memory, only memory that another
 // object may now use: using an object after its arena is reset or freed is
-// a bug, as with Go's arena package. Under the memkitdebug build tag,
-// memory is poisoned when its arena is reset or freed and checked when it
-// is handed out again, so that a write after Reset or Free panics with
-// "memkit/arena: memory written after its arena was reset or freed" (best
-// effort: reads are not detected, and on 32-bit platforms memory of types
-// with pointers is not poisoned). Arena objects are parts of chunks, not
+// a bug, as with Go's arena package, which the checked build reports (see
+// below). Arena objects are parts of chunks, not
 // heap objects of their own: runtime.SetFinalizer fails fatally on them,
 // and a cleanup attached with runtime.AddCleanup runs only when the whole
 // chunk is unreachable.
@@ -48,6 +44,53 @@
 //   - [Pool] is a goroutine-safe pool of arenas: Get one per request, Put
 //     it back, and the chunks are reused across requests and goroutines.
 //
+// # Budgets
+//
+// [WithBudget] caps the memory an arena holds: at the cap, TryNew-style
+// calls return [ErrBudget] and leave the arena unchanged, and New-style
+// calls fall back to the Go heap, counted as HeapFallbacks.
+// [WithBudgetAlert] calls a function when the memory an arena holds (or,
+// for a [Pool], all its arenas hold) crosses a threshold, up or down, for
+// load shedding. Both are evaluated only when an arena takes or gives up a
+// chunk, never per object.
+//
+// # Checked build
+//
+// Built with the memkitdebug tag (go test -tags memkitdebug ./...), the
+// package reports each mistake below with a panic whose value is an error
+// (memkit's checked.Misuse) naming the operation and the mistake, with the
+// stacks of the allocation and of the free; in a release build they panic
+// with the strings below, or go unnoticed where noted:
+//
+//   - a second Free of an arena or a [Typed] (a double free), and any use
+//     of one after its Free;
+//   - a [Pool.Put] of an arena not from the pool's Get (a foreign free),
+//     and a second Put of an arena (a double free, caught by a state bit
+//     in a release build too);
+//   - the use of an arena after its Put, before a Get hands it out again
+//     (unnoticed in a release build, where the next Get shares it);
+//   - a write to an object after its arena's Reset, Free or Put (unnoticed
+//     in a release build): the memory objects used is filled with a poison
+//     pattern when they are freed, and checked when it is handed out
+//     again, in the same arena or, through the shared recycler, another;
+//     the report names the Reset, Free or Put that freed it and the
+//     allocation that brought its chunk into the arena (the first of the
+//     chunk's objects);
+//   - leaks: memkit.Leaks of a Pool lists the arenas handed out by Get and
+//     neither put back nor freed, with the stack of each Get. A lone arena
+//     frees its objects together, so memkit.Leaks of an [Arena] or a
+//     [Typed] lists none.
+//
+// Objects are not freed one by one, so an arena has no double free or
+// moved start of an object, and no slack after one to guard: New hands out
+// exactly a T and MakeSlice caps its slice at cap. The checks are best
+// effort: a read after free is not reported, nor a write to memory not
+// handed out again, and on 32-bit platforms memory of types with pointers
+// is not poisoned. The checked build fills and checks every byte an arena
+// hands out, so New costs two to ten times what it does in a release build
+// (more for larger objects) and Reset about twice; a Pool's Get and Put
+// record a stack each and cost microseconds.
+//
 // # Concurrency
 //
 // An [Arena] or a [Typed] is for one goroutine at a time, as in Go's arena
@@ -59,7 +102,9 @@
 //
 // A negative length or capacity panics with "memkit/arena: negative
 // length", a length greater than the capacity with "memkit/arena: length
-// greater than capacity", and any use of an arena after its Free with
-// "memkit/arena: use of freed arena". Zero-size types work: their objects
+// greater than capacity", any use of an arena after its Free with
+// "memkit/arena: use of freed arena", a Put of an arena to another pool
+// with "memkit/arena: Put of an arena not from this pool" and a second Put
+// with "memkit/arena: Put of an arena already in the pool". Zero-size types work: their objects
 // all share one address, as with new.
 package arena

@@ -14,8 +14,8 @@ const (
 	msgTooLarge = "memkit/arena: requested size too large"
 	msgFreed    = "memkit/arena: use of freed arena"
 	msgForeign  = "memkit/arena: Put of an arena not from this pool"
+	msgPutTwice = "memkit/arena: Put of an arena already in the pool"
 	msgClone    = "memkit/arena: Clone of a type that is not a pointer, slice or string"
-	msgPoison   = "memkit/arena: memory written after its arena was reset or freed"
 	msgNoPool   = "memkit/arena: Pool not created with NewPool"
 	msgNoTyped  = "memkit/arena: Typed not created with NewTyped"
 )

@@ -3,6 +3,8 @@ package arena
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // Test-only access to internals.
@@ -22,4 +24,4 @@ func CheckTypedLayout[T any](t testing.TB) {
 }
 
 // Debug reports whether the memkitdebug build tag is set.
-const Debug = debug
+const Debug = checked.Enabled

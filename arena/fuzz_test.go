@@ -275,7 +275,7 @@ func FuzzArena(f *testing.F) {
 				if st.ReservedBytes != 0 {
 					t.Fatalf("reserved %d after Free", st.ReservedBytes)
 				}
-				memtest.CheckPanic(t, msgFreed, func() { arena.New[p16](a) })
+				wantFreed(t, "New", func() { arena.New[p16](a) })
 				a = arena.NewArena(opts...)
 				m.reset()
 				m.allocs, m.falls, m.fails = 0, 0, 0
@@ -375,7 +375,7 @@ func FuzzTyped(f *testing.F) {
 				m.checkStats(t, &st, budget)
 				if ops.Byte()%4 == 0 {
 					ty.Free()
-					memtest.CheckPanic(t, msgFreed, func() { ty.New() })
+					wantFreed(t, "New", func() { ty.New() })
 					ty = arena.NewTyped[p16](opts...)
 					m.reset()
 					m.allocs, m.falls, m.fails = 0, 0, 0

@@ -1,6 +1,10 @@
 package arena
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/memkit/memkit/internal/budget"
+)
 
 // Option configures an [Arena] built by [NewArena], a [Typed] built by
 // [NewTyped], or the arenas of a [Pool] built by [NewPool].
@@ -19,6 +23,7 @@ type config struct {
 	budget  uint64
 	limited bool
 	account func(delta int64) error
+	alert   *budget.Budget // WithBudgetAlert's, with no limit; nil for none
 }
 
 func defaultConfig() config { return config{chunk: DefaultChunkSize} }
@@ -77,4 +82,25 @@ func WithBudget(n int64) Option {
 // concurrent use; it must not call back into the arena.
 func WithAccount(f func(delta int64) error) Option {
 	return func(c *config) { c.account = f }
+}
+
+// WithBudgetAlert calls fn with the bytes the arena holds (its reserved
+// bytes, as [WithBudget] counts them) when they rise to threshold or more
+// (above true) and when they fall back below it (above false): a signal for
+// load shedding, before a budget refuses memory. For a [Pool] the alert is
+// the pool's, on the memory all its arenas hold together (Stats
+// ReservedBytes of [Pool.ReadStats]). It is evaluated only when an arena
+// takes a chunk or gives memory back, never on New, so it costs the hot
+// path nothing. fn runs on the goroutine whose call crossed the threshold
+// (or, for an arena the GC collects without a Free, on a cleanup
+// goroutine); it must be quick, must be safe for concurrent use for a
+// Pool, and must not call back into the arena. A threshold <= 0 or a nil
+// fn means no alert.
+func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
+	return func(c *config) {
+		c.alert = nil
+		if threshold > 0 && fn != nil {
+			c.alert = budget.New(0, threshold, fn)
+		}
+	}
 }

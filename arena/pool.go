@@ -3,7 +3,10 @@ package arena
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -23,19 +26,29 @@ type Pool struct {
 	p   sync.Pool
 	cfg config
 	st  *poolStats
+	trk *checked.Tracker // the checked build's arenas out of the pool; nil otherwise
 }
 
 // poolStats are a Pool's counters, shared with the accounts of its arenas.
 type poolStats struct {
 	reserved                                            atomic.Int64
 	allocs, frees, fallbacks, failures, grows, releases atomic.Uint64
+	alert                                               *budget.Budget // the pool's WithBudgetAlert, or nil
 }
 
 // NewPool returns a pool of arenas configured by opts, which apply to
-// every arena of the pool (a [WithBudget] budget is per arena). It panics
-// if an option is out of range.
+// every arena of the pool (a [WithBudget] budget is per arena; a
+// [WithBudgetAlert] alert is for the pool, on the memory all its arenas
+// hold). It panics if an option is out of range.
 func NewPool(opts ...Option) *Pool {
-	return &Pool{cfg: buildConfig(opts), st: new(poolStats)}
+	cfg := buildConfig(opts)
+	p := &Pool{cfg: cfg, st: &poolStats{alert: cfg.alert}}
+	p.cfg.alert = nil // the arenas report to the pool's
+	if checked.Enabled {
+		p.trk = checked.NewTracker("arena")
+		checked.Register(p, p.trk)
+	}
+	return p
 }
 
 // Get returns an empty arena of the pool: an idle one if there is one,
@@ -45,14 +58,22 @@ func (p *Pool) Get() *Arena {
 		panic(msgNoPool)
 	}
 	if v := p.p.Get(); v != nil {
-		return v.(*Arena)
+		a := v.(*Arena)
+		a.pooled = false
+		if checked.Enabled {
+			p.trk.Alloc(uintptr(unsafe.Pointer(a)), int(a.reserved), 1)
+		}
+		return a
 	}
 	a := &Arena{pool: p}
 	a.init(p.cfg)
 	if a.acct == nil {
-		a.acct = newAccount(a, nil, p.st)
+		a.acct = newAccount(a, nil, p.st, nil)
 	} else {
 		a.acct.pool = p.st
+	}
+	if checked.Enabled {
+		p.trk.Alloc(uintptr(unsafe.Pointer(a)), int(a.reserved), 1)
 	}
 	return a
 }
@@ -60,13 +81,36 @@ func (p *Pool) Get() *Arena {
 // Put resets a, as [Arena.Reset] does, and makes it available to Get. Its
 // objects and a itself must not be used afterwards. Put panics with
 // "memkit/arena: Put of an arena not from this pool" if a did not come
-// from p's Get, and with "memkit/arena: use of freed arena" if a was
-// freed.
+// from p's Get, with "memkit/arena: Put of an arena already in the pool"
+// if a was put back since it came from Get, and with "memkit/arena: use of
+// freed arena" if a was freed.
 func (p *Pool) Put(a *Arena) {
 	if a == nil || a.pool != p {
+		if checked.Enabled {
+			p.foreignPut(a)
+		}
 		panic(msgForeign)
 	}
-	a.Reset()
+	if a.freed {
+		if checked.Enabled {
+			a.freedMisuse("Put", unsafe.Pointer(a))
+		}
+		panic(msgFreed)
+	}
+	if checked.Enabled {
+		p.trk.Free("Put", uintptr(unsafe.Pointer(a)), 1) // panics for a second Put
+		a.freeing("Put")
+	}
+	if a.pooled {
+		panic(msgPutTwice)
+	}
+	a.pooled = true
+	a.reset()
+	if checked.Enabled {
+		// Every allocation takes the slow path, which reports the use
+		// of an arena in the pool.
+		a.cache = [cacheSize]cacheEntry{}
+	}
 	st := p.st
 	st.allocs.Add(a.allocs)
 	st.frees.Add(a.frees)

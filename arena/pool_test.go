@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/arena"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -85,12 +86,15 @@ func TestPool_GetPut(t *testing.T) {
 		t.Errorf("pool stats %+v", st)
 	}
 
-	memtest.CheckPanic(t, msgForeign, func() { p.Put(arena.NewArena()) })
-	memtest.CheckPanic(t, msgForeign, func() { p.Put(arena.NewPool().Get()) })
-	memtest.CheckPanic(t, msgForeign, func() { p.Put(nil) })
+	wantMisuse(t, msgForeign, "Put", checked.ForeignFree, func() { p.Put(arena.NewArena()) })
+	wantMisuse(t, msgForeign, "Put", checked.ForeignFree, func() { p.Put(arena.NewPool().Get()) })
+	wantMisuse(t, msgForeign, "Put", checked.ForeignFree, func() { p.Put(nil) })
 	c := p.Get()
 	c.Free()
-	memtest.CheckPanic(t, msgFreed, func() { p.Put(c) })
+	wantFreed(t, "Put", func() { p.Put(c) })
+	d := p.Get()
+	p.Put(d)
+	wantMisuse(t, msgPutTwice, "Put", checked.DoubleFree, func() { p.Put(d) })
 	var zero arena.Pool
 	memtest.CheckPanic(t, "memkit/arena: Pool not created with NewPool", func() { zero.Get() })
 }

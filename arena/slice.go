@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"unsafe"
+
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // Append appends elems to s and returns the result, as the built-in append
@@ -17,6 +19,9 @@ import (
 // panics if the arena was freed.
 func Append[T any](a *Arena, s []T, elems ...T) []T {
 	if a.freed {
+		if checked.Enabled {
+			a.freedMisuse("Append", unsafe.Pointer(a))
+		}
 		panic(msgFreed)
 	}
 	if len(elems) <= cap(s)-len(s) {
@@ -73,7 +78,7 @@ func extend[T any](a *Arena, s []T, newCap int) ([]T, bool) {
 	if sl.off+more > sl.lim {
 		return nil, false
 	}
-	if debug {
+	if checked.Enabled {
 		unpoison(sl.info, unsafe.Add(sl.base, sl.off), more)
 	}
 	sl.off += more
@@ -86,6 +91,9 @@ func extend[T any](a *Arena, s []T, newCap int) ([]T, bool) {
 func CloneString(a *Arena, s string) string {
 	if len(s) == 0 {
 		if a.freed {
+			if checked.Enabled {
+				a.freedMisuse("CloneString", unsafe.Pointer(a))
+			}
 			panic(msgFreed)
 		}
 		return ""
@@ -102,6 +110,9 @@ func CloneString(a *Arena, s string) string {
 func CloneBytes(a *Arena, b []byte) []byte {
 	if b == nil {
 		if a.freed {
+			if checked.Enabled {
+				a.freedMisuse("CloneBytes", unsafe.Pointer(a))
+			}
 			panic(msgFreed)
 		}
 		return nil

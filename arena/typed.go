@@ -3,6 +3,7 @@ package arena
 import (
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -65,8 +66,12 @@ func NewTyped[T any](opts ...Option) *Typed[T] {
 	c.cfg = buildConfig(opts)
 	c.inited = true
 	c.s.init(infoFor[T](), c.cfg.chunk)
-	if c.cfg.account != nil {
-		c.acct = newAccount(t, c.cfg.account, nil)
+	if c.cfg.account != nil || c.cfg.alert != nil {
+		c.acct = newAccount(t, c.cfg.account, nil, c.cfg.alert)
+	}
+	if checked.Enabled {
+		c.debugInit()
+		checked.Register(t, leakless)
 	}
 	return t
 }
@@ -84,7 +89,7 @@ func (t *Typed[T]) New() *T {
 		t.c.refill()
 	}
 	t.next++
-	if debug {
+	if checked.Enabled {
 		t.c.unpoison(t.next-1, 1)
 	}
 	return &t.cur[t.next-1]
@@ -110,7 +115,7 @@ func (t *Typed[T]) MakeSlice(len, cap int) []T {
 	if i := t.next; cap > 0 && cap <= t.n-i && !t.c.heapCur {
 		t.next = i + cap
 		t.c.adj += 1 - cap
-		if debug {
+		if checked.Enabled {
 			t.c.unpoison(i, cap)
 		}
 		return t.cur[i : i+len : i+cap]
@@ -120,7 +125,7 @@ func (t *Typed[T]) MakeSlice(len, cap int) []T {
 }
 
 // unpoison checks and zeroes n elements of the current chunk from index i,
-// under memkitdebug.
+// in the checked build.
 func (c *tcore) unpoison(i, n int) {
 	if !c.heapCur {
 		h := c.head()
@@ -151,9 +156,13 @@ func (c *tcore) unsync() {
 		next: int(c.s.off / size), n: int(c.s.lim / size)}
 }
 
-// check panics if the Typed is freed or was not made by NewTyped.
-func (c *tcore) check() {
+// check panics if the Typed is freed or was not made by NewTyped; op
+// names the call, for the checked build's report.
+func (c *tcore) check(op string) {
 	if c.freed {
+		if checked.Enabled {
+			c.freedMisuse(op, unsafe.Pointer(c.head()))
+		}
 		panic(msgFreed)
 	}
 	if !c.inited {
@@ -163,7 +172,7 @@ func (c *tcore) check() {
 
 // refill is the slow path of New: it makes room for one object in cur.
 func (c *tcore) refill() {
-	c.check()
+	c.check("New")
 	h := c.head()
 	size := c.s.info.size
 	if size == 0 {
@@ -202,7 +211,7 @@ func (c *tcore) retireCur() {
 // alloc is the slow path of TryNew and MakeSlice: n zeroed elements, with
 // a fallback to the heap if fallback is set and the budget is exhausted.
 func (c *tcore) alloc(n int, fallback bool) (unsafe.Pointer, error) {
-	c.check()
+	c.check("New")
 	size := c.s.info.size
 	if size > 0 && uintptr(n) > maxBytes/size {
 		panic(msgTooLarge)
@@ -225,7 +234,7 @@ func (c *tcore) alloc(n int, fallback bool) (unsafe.Pointer, error) {
 		p := unsafe.Add(h.cur, uintptr(h.next)*size)
 		h.next += n
 		c.adj += 1 - n
-		if debug {
+		if checked.Enabled {
 			unpoison(c.s.info, p, nb)
 		}
 		return p, nil
@@ -238,7 +247,7 @@ func (c *tcore) alloc(n int, fallback bool) (unsafe.Pointer, error) {
 	*h = typedHead{cur: ch.p, len: int(ch.size / size), cap: int(ch.size / size), n: int(ch.size / size)}
 	h.next = n
 	c.adj += 1 - n
-	if debug {
+	if checked.Enabled {
 		unpoison(c.s.info, ch.p, nb)
 	}
 	return ch.p, nil
@@ -267,10 +276,16 @@ func (c *tcore) objects() int {
 // reuse, as [Arena.Reset] does: the memory the objects used is zeroed,
 // chunks unused since the previous Reset go to the shared recycler, and
 // dedicated allocations are dropped. It panics if the arena was freed.
-func (t *Typed[T]) Reset() { t.c.reset() }
+func (t *Typed[T]) Reset() {
+	if checked.Enabled {
+		t.c.check("Reset")
+		t.c.freeing("Reset")
+	}
+	t.c.reset()
+}
 
 func (c *tcore) reset() {
-	c.check()
+	c.check("Reset")
 	c.endCycle()
 	if c.s.info.size == 0 {
 		*c.head() = typedHead{}
@@ -297,10 +312,16 @@ func (c *tcore) endCycle() {
 // recycler, as [Arena.Free] does. Any later call on the arena, Free
 // included, panics with "memkit/arena: use of freed arena", except
 // ReadStats.
-func (t *Typed[T]) Free() { t.c.free() }
+func (t *Typed[T]) Free() {
+	if checked.Enabled {
+		t.c.check("Free")
+		t.c.freeing("Free")
+	}
+	t.c.free()
+}
 
 func (c *tcore) free() {
-	c.check()
+	c.check("Free")
 	c.endCycle()
 	if c.heapCur {
 		c.heapCur = false

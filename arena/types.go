@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"sync"
 	"unsafe"
+
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // typeKey returns a key unique to T: the type descriptor of *T, read from
@@ -27,7 +29,8 @@ type typeInfo struct {
 	// barriers a pointerful type needs.
 	clear func(p unsafe.Pointer, n uintptr)
 	// recyclers holds, per chunk size in bytes, the chunks freed arenas
-	// gave back, zeroed (or poisoned under memkitdebug): uintptr → *sync.Pool.
+	// gave back, zeroed (or poisoned in the checked build): uintptr →
+	// *sync.Pool.
 	recyclers sync.Map
 }
 
@@ -100,9 +103,9 @@ func hasPointers(t reflect.Type) bool {
 // runtime.zerobase is for new(struct{}).
 var zeroBase uint64
 
-// Poisoning, under the memkitdebug build tag.
+// Poisoning, in the checked build (-tags memkitdebug).
 //
-// Pointer-free memory is poisoned byte by byte. Pointerful memory is first
+// Pointer-free memory is poisoned byte by byte, with checked.PoisonByte. Pointerful memory is first
 // cleared with write barriers, then overwritten a word at a time with a
 // value that is no heap address (it is not even a canonical address on
 // 64-bit machines), so the GC ignores it whether it reads it before or
@@ -110,14 +113,15 @@ var zeroBase uint64
 // memory is not poisoned.
 
 const (
-	poisonByte = 0xa5
-	poisonWord = uint64(0xa5a5a5a5a5a5a5a5)
+	poisonByte = checked.PoisonByte
+	poisonWord = uint64(poisonByte) * 0x0101010101010101
 	// poisonPtrs reports whether pointerful memory is poisoned.
-	poisonPtrs = debug && unsafe.Sizeof(uintptr(0)) == 8
+	poisonPtrs = checked.Enabled && unsafe.Sizeof(uintptr(0)) == 8
 )
 
-// poisons reports whether memory of type ti is poisoned under memkitdebug.
-func (ti *typeInfo) poisons() bool { return debug && (!ti.ptrs || poisonPtrs) }
+// poisons reports whether memory of type ti is poisoned in the checked
+// build.
+func (ti *typeInfo) poisons() bool { return checked.Enabled && (!ti.ptrs || poisonPtrs) }
 
 // poison overwrites n bytes from p, already cleared, with poison.
 func poison(ti *typeInfo, p unsafe.Pointer, n uintptr) {
@@ -131,33 +135,34 @@ func poison(ti *typeInfo, p unsafe.Pointer, n uintptr) {
 		}
 		return
 	}
-	b := unsafe.Slice((*byte)(p), n)
-	for i := range b {
-		b[i] = poisonByte
-	}
+	checked.Fill(unsafe.Slice((*byte)(p), n), poisonByte)
 }
 
-// unpoison checks that n bytes from p still hold poison, panicking if they
-// do not, and zeroes them: it is how memory is handed out under memkitdebug.
+// unpoison checks that n bytes from p still hold poison, panicking with a
+// report of a write after free if they do not, and zeroes them: it is how
+// memory is handed out in the checked build.
 func unpoison(ti *typeInfo, p unsafe.Pointer, n uintptr) {
 	if !ti.poisons() || n == 0 {
 		return
 	}
 	if ti.ptrs {
 		w := unsafe.Slice((*uint64)(p), n/8)
+		bad := -1
 		for i := range w {
-			if w[i] != poisonWord {
-				panic(msgPoison)
+			if w[i] != poisonWord && bad < 0 {
+				bad = i
 			}
 			w[i] = 0
+		}
+		if bad >= 0 {
+			writtenAfterFree(p, n, uintptr(bad)*8)
 		}
 		return
 	}
 	b := unsafe.Slice((*byte)(p), n)
-	for i := range b {
-		if b[i] != poisonByte {
-			panic(msgPoison)
-		}
-		b[i] = 0
+	if i := checked.IndexNot(b, poisonByte); i >= 0 {
+		clear(b)
+		writtenAfterFree(p, n, uintptr(i))
 	}
+	clear(b)
 }

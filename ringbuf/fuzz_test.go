@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/ringbuf"
 )
@@ -21,7 +22,8 @@ type record struct {
 // position (some just before the counters wrap), and checks them against
 // a FIFO queue: records come out whole and in order, a full ring rejects,
 // drops the oldest or (non-blocking here) reports full as its policy says,
-// lent slots never overlap, and the stats agree with the model.
+// lent slots never overlap, a slot handed back twice or to the wrong ring
+// panics and changes nothing, and the stats agree with the model.
 func FuzzRing(f *testing.F) {
 	f.Add([]byte{0, 3, 0, 10, 0, 10, 1, 1, 1})
 	f.Add([]byte{0x19, 1, 0, 5, 0, 6, 0, 7, 0, 8, 1, 1, 2, 3, 4, 5, 1, 1, 1})
@@ -59,6 +61,9 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 		dropped, consumed uint64
 		lent              = memtest.NewModel(0)
 		p                 = make([]byte, size)
+		committed         ringbuf.Slot // the last slot committed
+		released          ringbuf.Slot // the last slot released
+		other, _          = ringbuf.New(slots, size)
 	)
 	write := func(n int, viaSlot bool) error {
 		if n > size {
@@ -92,6 +97,7 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 				}
 				memtest.Fill(s.Bytes()[:n], seed)
 				r.Commit(s, n)
+				committed = s
 			}
 		} else {
 			b := make([]byte, n)
@@ -148,6 +154,7 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 		}
 		if viaSlot {
 			r.Release(s)
+			released = s
 		}
 		return nil
 	}
@@ -159,7 +166,34 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 			return fmt.Errorf("a lent record changed: %w", err)
 		}
 		r.Release(*held)
+		released = *held
 		held = nil
+		return nil
+	}
+	// misuse hands back slots that are not lent, which must panic and
+	// change nothing.
+	misuse := func() error {
+		if committed.Bytes() != nil {
+			if err := lendPanic("Commit", checked.DoubleFree, func() { r.Commit(committed, 0) }); err != nil {
+				return err
+			}
+		}
+		if released.Bytes() != nil {
+			if err := lendPanic("Release", checked.DoubleFree, func() { r.Release(released) }); err != nil {
+				return err
+			}
+		}
+		if s, err := other.Reserve(context.Background()); err == nil {
+			if err := lendPanic("Commit", checked.ForeignFree, func() { r.Commit(s, 0) }); err != nil {
+				return err
+			}
+			other.Commit(s, 0)
+			g, _ := other.Peek()
+			if err := lendPanic("Release", checked.ForeignFree, func() { r.Release(g) }); err != nil {
+				return err
+			}
+			other.Release(g)
+		}
 		return nil
 	}
 	for ops.More() {
@@ -194,6 +228,11 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 		case 4:
 			err = read(true)
 		case 5:
+			if op&0x10 != 0 {
+				if err := misuse(); err != nil {
+					return err
+				}
+			}
 			var s memkit.Stats
 			r.ReadStats(&s)
 			if s.Allocs != writes || s.Frees != consumed || s.LiveObjects != uint64(len(queue)) ||
@@ -215,4 +254,22 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 		}
 	}
 	return read(false)
+}
+
+// lendPanic checks that f, a Commit or Release (op) of a slot not lent,
+// panics as the build in use reports it: with the release build's message,
+// or with a *checked.Misuse of kind in the checked build.
+func lendPanic(op, kind string, f func()) error {
+	m, other := misuseOf(f)
+	want := map[string]string{
+		"Commit":  "memkit/ringbuf: Commit of a slot not reserved",
+		"Release": "memkit/ringbuf: Release of a slot not peeked",
+	}[op]
+	switch {
+	case checked.Enabled && (m == nil || m.Op != op || m.Kind != kind):
+		return fmt.Errorf("%s of a slot not lent: panic %v %v; want %s", op, m, other, kind)
+	case !checked.Enabled && other != want:
+		return fmt.Errorf("%s of a slot not lent: panic %v; want %q", op, other, want)
+	}
+	return nil
 }

@@ -37,9 +37,11 @@ type Option func(*config)
 const MaxSlots = 1 << 30
 
 type config struct {
-	policy Policy
-	memory func(size int) []byte
-	start  uint64 // first position; tests start near wrap-around
+	policy  Policy
+	memory  func(size int) []byte
+	start   uint64 // first position; tests start near wrap-around
+	alertAt int64
+	alertFn func(used int64, above bool)
 }
 
 func defaultConfig() config { return config{policy: Reject} }
@@ -55,3 +57,22 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 // to see, since the ring overwrites it with records. By default it is one
 // make([]byte) on the Go heap.
 func WithMemory(memory func(size int) []byte) Option { return func(c *config) { c.memory = memory } }
+
+// WithBudgetAlert calls fn with the bytes of the records in the ring (as
+// Stats.InUseBytes counts them: records × slot size) when they rise to
+// threshold or more (above true) and when they fall back below it (above
+// false): a signal for load shedding before the ring is full. A ring's
+// budget is its size, fixed at [New]: it never takes more memory, and a
+// full ring follows its [Policy].
+//
+// The ring keeps no counter for the alert: after each Write, Reserve,
+// Read and Peek (the calls that move its positions) it computes the records in the ring from the two
+// positions it already keeps, two atomic loads, and compares the side of
+// the threshold with the last one reported, a load of a flag written only
+// when the threshold is crossed. Without the option, those calls pay one
+// predictable branch. fn runs on the goroutine whose call crossed the
+// threshold; it must be quick and must not call back into the ring. A
+// threshold <= 0 or a nil fn means no alert.
+func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
+	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -34,7 +35,9 @@ import (
 // [WithMemory] (a bytepool, a slab, off-heap memory); plus 16 bytes of bookkeeping per slot and about 200 bytes of
 // padded counters: at most twice the memory of the records it can hold.
 // Slots are not zeroed between records: a lent slot holds what its
-// previous record left.
+// previous record left. That size is the ring's budget: it never takes
+// more memory ([WithBudgetAlert] signals when the records in it cross a
+// threshold).
 type Ring struct {
 	_    [64]byte
 	tail atomic.Uint64 // next position to write
@@ -59,6 +62,15 @@ type Ring struct {
 	readWaiters  atomic.Int32
 	notFull      chan struct{}
 	notEmpty     chan struct{}
+
+	// WithBudgetAlert: the threshold in records, the callback (nil for
+	// none) and which side of the threshold the last call reported.
+	alertAt int64
+	alertFn func(used int64, above bool)
+	above   atomic.Bool
+
+	// The checked build's state (-tags memkitdebug); nil otherwise.
+	chk *ringChecked
 }
 
 // slot is the bookkeeping of one slot: its sequence number says whose turn
@@ -119,6 +131,13 @@ func New(slots, slotSize int, opts ...Option) (*Ring, error) {
 		p := cfg.start + k
 		r.slots[p&r.mask].seq.Store(p)
 	}
+	if cfg.alertFn != nil && cfg.alertAt > 0 {
+		// Records of slotSize bytes at or above the threshold.
+		r.alertAt, r.alertFn = (cfg.alertAt-1)/int64(slotSize)+1, cfg.alertFn
+	}
+	if checked.Enabled {
+		r.chk = newRingChecked(r)
+	}
 	return r, nil
 }
 
@@ -142,6 +161,11 @@ func (r *Ring) Len() int {
 func (r *Ring) slotMem(p uint64) []byte {
 	off := uintptr(p&r.mask) * uintptr(r.slotSize)
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.mem)), off)), r.slotSize)
+}
+
+// slotPtr returns the address of the slot of position p.
+func (r *Ring) slotPtr(p uint64) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.mem)), uintptr(p&r.mask)*uintptr(r.slotSize))
 }
 
 // Why claimWrite found no slot.
@@ -242,6 +266,10 @@ func (r *Ring) reserve(ctx context.Context) (uint64, error) {
 		switch r.policy {
 		case Overwrite:
 			if p, ok := r.claimRead(); ok {
+				if checked.Enabled {
+					r.chk.taken(p, "Write")
+					r.chk.freed(p)
+				}
 				r.free(p)
 				r.dropped.Add(1)
 			} else {
@@ -315,8 +343,17 @@ func (r *Ring) Write(p []byte) error {
 			return err
 		}
 	}
+	if checked.Enabled {
+		r.chk.claimed(pos, "Write")
+	}
 	copy(r.slotMem(pos), p)
+	if checked.Enabled {
+		r.chk.committed(pos, len(p))
+	}
 	r.publish(pos, len(p))
+	if r.alertFn != nil {
+		r.alert()
+	}
 	return nil
 }
 
@@ -331,8 +368,17 @@ func (r *Ring) WriteContext(ctx context.Context, p []byte) error {
 	if err != nil {
 		return err
 	}
+	if checked.Enabled {
+		r.chk.claimed(pos, "WriteContext")
+	}
 	copy(r.slotMem(pos), p)
+	if checked.Enabled {
+		r.chk.committed(pos, len(p))
+	}
 	r.publish(pos, len(p))
+	if r.alertFn != nil {
+		r.alert()
+	}
 	return nil
 }
 
@@ -349,8 +395,17 @@ func (r *Ring) Read(p []byte) (n int, ok bool) {
 	if !ok {
 		return 0, false
 	}
+	if checked.Enabled {
+		r.chk.taken(pos, "Read")
+	}
 	n = copy(p, r.slotMem(pos)[:r.slots[pos&r.mask].n])
+	if checked.Enabled {
+		r.chk.freed(pos)
+	}
 	r.free(pos)
+	if r.alertFn != nil {
+		r.alert()
+	}
 	return n, true
 }
 
@@ -374,6 +429,7 @@ func (r *Ring) ReadContext(ctx context.Context, p []byte) (int, error) {
 // commits or releases it, but two must not use it at once. The zero Slot
 // is lent by no ring; Commit and Release panic on it.
 type Slot struct {
+	tag slotTag // first: no space in a release build
 	buf []byte
 	pos uint64
 }
@@ -390,20 +446,35 @@ func (r *Ring) Reserve(ctx context.Context) (Slot, error) {
 	if err != nil {
 		return Slot{}, err
 	}
+	if checked.Enabled {
+		r.chk.claimed(pos, "Reserve")
+		r.chk.lend(pos, "Reserve", r.slotSize)
+	}
+	if r.alertFn != nil {
+		r.alert()
+	}
 	return Slot{buf: r.slotMem(pos), pos: pos}, nil
 }
 
 // Commit publishes the first n bytes of a slot from [Ring.Reserve] as a
 // record. It panics with "memkit/ringbuf: Commit of a slot not reserved"
-// for a slot already committed or not from Reserve, and with
+// for a slot already committed or not from this ring's Reserve, and with
 // "memkit/ringbuf: Commit length outside the slot" if n is negative or
 // longer than the slot.
 func (r *Ring) Commit(s Slot, n int) {
 	if n < 0 || n > r.slotSize {
 		panic(msgCommitRange)
 	}
-	if s.buf == nil || r.slots[s.pos&r.mask].seq.Load() != s.pos || int64(r.tail.Load()-s.pos) <= 0 {
+	if s.buf == nil || r.slots[s.pos&r.mask].seq.Load() != s.pos || int64(r.tail.Load()-s.pos) <= 0 ||
+		unsafe.Pointer(unsafe.SliceData(s.buf)) != r.slotPtr(s.pos) {
+		if checked.Enabled {
+			r.chk.badReturn("Commit", s)
+		}
 		panic(msgNotReserved)
+	}
+	if checked.Enabled {
+		r.chk.giveBack(s.pos, "Commit")
+		r.chk.committed(s.pos, n)
 	}
 	r.publish(s.pos, n)
 }
@@ -418,17 +489,52 @@ func (r *Ring) Peek() (Slot, bool) {
 	if !ok {
 		return Slot{}, false
 	}
-	return Slot{buf: r.slotMem(pos)[:r.slots[pos&r.mask].n], pos: pos}, true
+	s := Slot{buf: r.slotMem(pos)[:r.slots[pos&r.mask].n], pos: pos}
+	if checked.Enabled {
+		r.chk.taken(pos, "Peek")
+		r.chk.lend(pos, "Peek", len(s.buf))
+		s.tag.setPeek()
+	}
+	if r.alertFn != nil {
+		r.alert()
+	}
+	return s, true
 }
 
 // Release hands back a slot lent by [Ring.Peek]. It panics with
 // "memkit/ringbuf: Release of a slot not peeked" for a slot already
-// released or not from Peek.
+// released or not from this ring's Peek.
 func (r *Ring) Release(s Slot) {
-	if s.buf == nil || r.slots[s.pos&r.mask].seq.Load() != s.pos+1 || int64(r.head.Load()-s.pos) <= 0 {
+	if s.buf == nil || r.slots[s.pos&r.mask].seq.Load() != s.pos+1 || int64(r.head.Load()-s.pos) <= 0 ||
+		unsafe.Pointer(unsafe.SliceData(s.buf)) != r.slotPtr(s.pos) {
+		if checked.Enabled {
+			r.chk.badReturn("Release", s)
+		}
 		panic(msgNotPeeked)
 	}
+	if checked.Enabled {
+		r.chk.giveBack(s.pos, "Release")
+		r.chk.freed(s.pos)
+	}
 	r.free(s.pos)
+}
+
+// alert calls the WithBudgetAlert callback for each crossing of its
+// threshold since the last call, computing the records in the ring from
+// the positions: no counter of its own on the hot path. It rereads them
+// after each flip, so that when writers and readers race, the state the
+// last of them leaves agrees with the ring.
+func (r *Ring) alert() {
+	for {
+		live := max(int64(r.tail.Load()-r.head.Load()), 0)
+		above := live >= r.alertAt
+		if r.above.Load() == above {
+			return
+		}
+		if r.above.CompareAndSwap(!above, above) {
+			r.alertFn(live*int64(r.slotSize), above)
+		}
+	}
 }
 
 // Dropped returns the number of records the [Overwrite] policy dropped to

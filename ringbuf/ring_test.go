@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/ringbuf"
 	"github.com/memkit/memkit/slab"
@@ -189,16 +190,16 @@ func TestRing_LendAndReturn(t *testing.T) {
 			}
 			n := copy(s.Bytes(), fmt.Sprintf("rec %d", i))
 			r.Commit(s, n)
-			memtest.CheckPanic(t, "memkit/ringbuf: Commit of a slot not reserved", func() { r.Commit(s, n) })
+			wantMisuse(t, "memkit/ringbuf: Commit of a slot not reserved", "Commit", checked.DoubleFree, func() { r.Commit(s, n) })
 			got, ok := r.Peek()
 			if !ok || string(got.Bytes()) != fmt.Sprintf("rec %d", i) {
 				t.Fatalf("Peek = %q, %v", got.Bytes(), ok)
 			}
 			r.Release(got)
-			memtest.CheckPanic(t, "memkit/ringbuf: Release of a slot not peeked", func() { r.Release(got) })
+			wantMisuse(t, "memkit/ringbuf: Release of a slot not peeked", "Release", checked.DoubleFree, func() { r.Release(got) })
 		}
-		memtest.CheckPanic(t, "memkit/ringbuf: Commit of a slot not reserved", func() { r.Commit(ringbuf.Slot{}, 0) })
-		memtest.CheckPanic(t, "memkit/ringbuf: Release of a slot not peeked", func() { r.Release(ringbuf.Slot{}) })
+		wantMisuse(t, "memkit/ringbuf: Commit of a slot not reserved", "Commit", checked.ForeignFree, func() { r.Commit(ringbuf.Slot{}, 0) })
+		wantMisuse(t, "memkit/ringbuf: Release of a slot not peeked", "Release", checked.ForeignFree, func() { r.Release(ringbuf.Slot{}) })
 		s, _ := r.Reserve(context.Background())
 		memtest.CheckPanic(t, "memkit/ringbuf: Commit length outside the slot", func() { r.Commit(s, 17) })
 		memtest.CheckPanic(t, "memkit/ringbuf: Commit length outside the slot", func() { r.Commit(s, -1) })
@@ -216,6 +217,7 @@ func TestRing_LendAndReturn(t *testing.T) {
 }
 
 func TestRing_HotPathsDoNotAllocate(t *testing.T) {
+	skipIfChecked(t, "it records every lend")
 	r := mustNew(t, 10, 64)
 	rec := make([]byte, 64)
 	p := make([]byte, 64)

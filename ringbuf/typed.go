@@ -4,6 +4,7 @@ import (
 	"context"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/slab"
 )
 
@@ -52,12 +53,22 @@ func (t *Typed[T]) WriteContext(ctx context.Context, v T) error {
 // Read removes the oldest record and returns it, or reports false if the
 // ring is empty.
 func (t *Typed[T]) Read() (v T, ok bool) {
-	pos, ok := t.r.claimRead()
+	r := t.r
+	pos, ok := r.claimRead()
 	if !ok {
 		return v, false
 	}
-	copy(bytesOf(&v), t.r.slotMem(pos))
-	t.r.free(pos)
+	if checked.Enabled {
+		r.chk.taken(pos, "Read")
+	}
+	copy(bytesOf(&v), r.slotMem(pos))
+	if checked.Enabled {
+		r.chk.freed(pos)
+	}
+	r.free(pos)
+	if r.alertFn != nil {
+		r.alert()
+	}
 	return v, true
 }
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -59,7 +61,8 @@ import (
 // "memkit/slab: DecRef of a free chunk". A []byte carries no generation, so
 // a DecRef through an old buffer after its chunk was handed out again
 // cannot be told from the new owner's: where a buffer's lifetime is not
-// obvious, keep a [Loc] instead, which detects it.
+// obvious, keep a [Loc] instead, which detects it, and run tests in the
+// checked build (see the package doc), which catches it.
 type Arena struct {
 	classes   []class
 	tab       []uint16 // class of n, indexed by (n+7)>>3, n <= tabMax
@@ -83,6 +86,13 @@ type Arena struct {
 	// shard whose reference a free dropped, for the Shared to release.
 	tag     uint32
 	handoff Loc
+
+	// The budget and alert of WithBudget and WithBudgetAlert, charged when
+	// a slab is taken or released; nil for none.
+	bud *budget.Budget
+
+	// The checked build's state (-tags memkitdebug); nil otherwise.
+	chk *arenaChecked
 }
 
 // Loc.slab holds a slab slot + 1 in its low slotBits bits and, for a
@@ -173,6 +183,8 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 		return nil, fmt.Errorf("slab: growthFactor %v must be greater than 1", growthFactor)
 	case cfg.idleSlabs < 0:
 		return nil, fmt.Errorf("slab: IdleSlabs %d must be >= 0", cfg.idleSlabs)
+	case cfg.budget < 0:
+		return nil, fmt.Errorf("slab: Budget %d must be >= 0", cfg.budget)
 	}
 	var sizes []int
 	for c := roundUp8(startChunkSize); c < slabSize; {
@@ -197,6 +209,17 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 		malloc:    malloc,
 		free:      cfg.free,
 		idleSlabs: cfg.idleSlabs,
+		bud:       cfg.bud,
+	}
+	if a.bud == nil {
+		a.bud = cfg.newBudget()
+	}
+	if checked.Enabled {
+		a.chk = &arenaChecked{trk: cfg.trk}
+		if a.chk.trk == nil {
+			a.chk.trk = checked.NewTracker("slab")
+			checked.Register(a, a.chk.trk)
+		}
 	}
 	for i, sz := range sizes {
 		a.classes[i] = class{size: uint32(sz), perSlab: int32(slabSize / sz)}
@@ -250,9 +273,9 @@ func (a *Arena) Alloc(n int) []byte {
 }
 
 // TryAlloc is Alloc that reports why it failed: [ErrTooLarge] for a request
-// larger than the largest class, [ErrNoSpace] if malloc returned no slab.
-// A failed TryAlloc leaves the arena unchanged, except for
-// Stats.Failures.
+// larger than the largest class, [ErrNoSpace] if malloc returned no slab,
+// [ErrBudget] if a new slab would exceed the [WithBudget] budget. A failed
+// TryAlloc leaves the arena unchanged, except for Stats.Failures.
 func (a *Arena) TryAlloc(n int) ([]byte, error) { return a.alloc(n) }
 
 func (a *Arena) alloc(n int) ([]byte, error) {
@@ -272,10 +295,23 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	cl := &a.classes[c]
 	s := cl.head
 	if s == nil {
-		if s = a.grow(c); s == nil {
-			a.failures++
-			return nil, ErrNoSpace
+		var err error
+		if s, err = a.grow(c); s == nil {
+			if checked.Enabled && a.chk.qlen > 0 {
+				// The chunks in quarantine would serve in a release build.
+				a.flushQuarantine()
+				if s = cl.head; s == nil {
+					s, err = a.grow(c)
+				}
+			}
+			if s == nil {
+				a.failures++
+				return nil, err
+			}
 		}
+	}
+	if checked.Enabled {
+		a.checkAlloc(s, n)
 	}
 	i := s.freeHead
 	var ch *chunk
@@ -301,12 +337,35 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size))), n), nil
 }
 
+// allocHeld is alloc without growing, for a Shared whose budget refused
+// another shard a slab: a chunk of a slab the arena holds, or nil. It
+// counts no failure.
+func (a *Arena) allocHeld(n int) []byte {
+	if n > a.slabSize {
+		return nil
+	}
+	cl := &a.classes[a.classOf(n)]
+	if cl.head == nil && checked.Enabled && a.chk.qlen > 0 {
+		a.flushQuarantine()
+	}
+	if cl.head == nil {
+		return nil
+	}
+	b, _ := a.alloc(n)
+	return b
+}
+
 // grow adds a slab to class c, at the head of its list, and returns it, or
-// nil if malloc failed.
-func (a *Arena) grow(c int) *slab {
+// nil and the reason: ErrBudget if the budget refused it, ErrNoSpace if
+// malloc failed.
+func (a *Arena) grow(c int) (*slab, error) {
+	if !a.bud.TryCharge(int64(a.slabSize)) {
+		return nil, ErrBudget
+	}
 	mem := a.malloc(a.slabSize)
 	if len(mem) < a.slabSize {
-		return nil
+		a.bud.Release(int64(a.slabSize))
+		return nil, ErrNoSpace
 	}
 	cl := &a.classes[c]
 	var slot int32
@@ -318,7 +377,8 @@ func (a *Arena) grow(c int) *slab {
 			if a.free != nil {
 				a.free(mem)
 			}
-			return nil // no slot number left for a Loc to name
+			a.bud.Release(int64(a.slabSize))
+			return nil, ErrNoSpace // no slot number left for a Loc to name
 		}
 		slot = int32(len(a.slabs))
 		a.slabs = append(a.slabs, nil)
@@ -344,7 +404,10 @@ func (a *Arena) grow(c int) *slab {
 	cl.idle++
 	cl.grows++
 	a.pushHead(cl, s)
-	return s
+	if checked.Enabled {
+		checked.Fill(mem[:a.slabSize], checked.PoisonByte)
+	}
+	return s, nil
 }
 
 // release gives an entirely free slab back.
@@ -375,6 +438,7 @@ func (a *Arena) release(s *slab) {
 		a.free(s.mem)
 	}
 	s.mem = nil
+	a.bud.Release(int64(a.slabSize))
 }
 
 func (a *Arena) pushHead(cl *class, s *slab) {
@@ -473,6 +537,9 @@ func (a *Arena) Owns(buf []byte) bool {
 // chunk of the arena.
 func (a *Arena) AddRef(buf []byte) {
 	s, i := a.find(buf)
+	if checked.Enabled && s.chunks[i].refs <= 0 {
+		a.misuse("AddRef", checked.StaleHandle, s, i, "a buffer of a freed chunk")
+	}
 	a.addRef(&s.chunks[i], msgAddRefFree)
 }
 
@@ -504,6 +571,9 @@ func (a *Arena) DecRef(buf []byte) bool {
 	if s == nil || p-s.base >= uintptr(a.slabSize) {
 		if s = a.lookup(p); s == nil || p == 0 {
 			a.badFrees++
+			if checked.Enabled {
+				a.foreignFree("DecRef", p)
+			}
 			panic(msgForeign)
 		}
 	}
@@ -512,10 +582,13 @@ func (a *Arena) DecRef(buf []byte) bool {
 	i := uint32(hi)
 	if i >= uint32(len(s.chunks)) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
 		a.badFrees++
+		if checked.Enabled {
+			a.foreignFree("DecRef", p)
+		}
 		panic(msgForeign)
 	}
 	ch := &s.chunks[i]
-	if ch.refs != 1 || s.nexts != nil {
+	if ch.refs != 1 || s.nexts != nil || checked.Enabled {
 		return a.decRef(s, int32(i))
 	}
 	// The last reference to an unchained chunk: putChunk, written out.
@@ -539,6 +612,9 @@ func (a *Arena) decRef(s *slab, i int32) bool {
 	ch := &s.chunks[i]
 	if ch.refs <= 0 {
 		a.badFrees++
+		if checked.Enabled {
+			a.misuse("DecRef", checked.DoubleFree, s, i, "")
+		}
 		panic(msgDecRefFree)
 	}
 	ch.refs--
@@ -588,6 +664,11 @@ func (a *Arena) freeChain(s *slab, i int32) {
 func (a *Arena) putChunk(s *slab, i int32) {
 	ch := &s.chunks[i]
 	ch.gen++
+	if checked.Enabled {
+		s.cl.frees++
+		a.checkFree(s, i) // and into quarantine
+		return
+	}
 	ch.freeNext = s.freeHead
 	s.freeHead = i
 	cl := s.cl
@@ -634,6 +715,9 @@ func (a *Arena) BufToLoc(buf []byte) Loc {
 	s, i := a.find(buf)
 	ch := &s.chunks[i]
 	if ch.refs <= 0 {
+		if checked.Enabled {
+			a.misuse("BufToLoc", checked.StaleHandle, s, i, "a buffer of a freed chunk")
+		}
 		panic(msgFreeChunk)
 	}
 	off := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - s.base - uintptr(i)*uintptr(s.size))
@@ -663,6 +747,9 @@ func (a *Arena) valid(l Loc) *slab {
 func (a *Arena) resolve(l Loc) (*slab, int32) {
 	s := a.valid(l)
 	if s == nil {
+		if checked.Enabled {
+			a.staleLoc(callerOp(1), l)
+		}
 		panic(msgStale)
 	}
 	return s, int32(l.chunk)
@@ -709,6 +796,9 @@ func (a *Arena) LocDecRef(l Loc) bool {
 	s := a.valid(l)
 	if s == nil {
 		a.badFrees++
+		if checked.Enabled {
+			a.staleLoc("LocDecRef", l)
+		}
 		panic(msgStale)
 	}
 	return a.decRef(s, int32(l.chunk))
@@ -722,7 +812,7 @@ func (a *Arena) LocDecRef(l Loc) bool {
 // [Arena.BufToLoc] otherwise. Chains must not form cycles: a cycle keeps
 // its chunks alive forever.
 func (a *Arena) SetNext(buf, next []byte) {
-	a.live(buf)
+	a.live(buf, "SetNext")
 	var nl Loc
 	if next != nil {
 		nl = a.BufToLoc(next)
@@ -735,9 +825,12 @@ func (a *Arena) SetNext(buf, next []byte) {
 
 // live returns the slab and chunk of buf, and panics unless buf is a live
 // buffer of the arena.
-func (a *Arena) live(buf []byte) (*slab, int32) {
+func (a *Arena) live(buf []byte, op string) (*slab, int32) {
 	s, i := a.find(buf)
 	if s.chunks[i].refs <= 0 {
+		if checked.Enabled {
+			a.misuse(op, checked.StaleHandle, s, i, "a buffer of a freed chunk")
+		}
 		panic(msgFreeChunk)
 	}
 	return s, i
@@ -746,7 +839,7 @@ func (a *Arena) live(buf []byte) (*slab, int32) {
 // swapNext makes nl the successor of buf's chunk, which must be live, and
 // returns the previous one, whose reference the caller must drop.
 func (a *Arena) swapNext(buf []byte, nl Loc) Loc {
-	s, i := a.live(buf)
+	s, i := a.live(buf, "SetNext")
 	if s.nexts == nil {
 		if nl.IsNil() {
 			return Loc{}
@@ -783,7 +876,7 @@ func (a *Arena) GetNext(buf []byte) []byte {
 // nil Loc, without changing any reference count. The successor stays
 // valid as long as buf's chunk holds it.
 func (a *Arena) NextLoc(buf []byte) Loc {
-	s, i := a.live(buf)
+	s, i := a.live(buf, "NextLoc")
 	if s.nexts == nil {
 		return Loc{}
 	}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/slab"
 )
@@ -205,11 +206,11 @@ func TestArena_DecRefTwicePanics(t *testing.T) {
 	b := a.Alloc(100)
 	keep := a.Alloc(100) // keeps the slab from being released
 	a.DecRef(b)
-	memtest.CheckPanic(t, "memkit/slab: DecRef of a free chunk", func() { a.DecRef(b) })
-	memtest.CheckPanic(t, "memkit/slab: AddRef of a free chunk", func() { a.AddRef(b) })
-	memtest.CheckPanic(t, "memkit/slab: use of a free chunk", func() { a.BufToLoc(b) })
-	memtest.CheckPanic(t, "memkit/slab: use of a free chunk", func() { a.SetNext(b, nil) })
-	memtest.CheckPanic(t, "memkit/slab: use of a free chunk", func() { a.GetNext(b) })
+	wantMisuse(t, "memkit/slab: DecRef of a free chunk", "DecRef", checked.DoubleFree, func() { a.DecRef(b) })
+	wantMisuse(t, "memkit/slab: AddRef of a free chunk", "AddRef", checked.StaleHandle, func() { a.AddRef(b) })
+	wantMisuse(t, "memkit/slab: use of a free chunk", "BufToLoc", checked.StaleHandle, func() { a.BufToLoc(b) })
+	wantMisuse(t, "memkit/slab: use of a free chunk", "SetNext", checked.StaleHandle, func() { a.SetNext(b, nil) })
+	wantMisuse(t, "memkit/slab: use of a free chunk", "NextLoc", checked.StaleHandle, func() { a.GetNext(b) })
 	if s := readStats(a); s.BadFrees != 1 || s.LiveObjects != 1 || s.Frees != 1 {
 		t.Fatalf("after a bad DecRef: %v", &s)
 	}
@@ -222,17 +223,18 @@ func TestArena_StaleLocPanics(t *testing.T) {
 	b := a.Alloc(100)
 	loc := a.BufToLoc(b)
 	a.DecRef(b)
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocAddRef(loc) })
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocDecRef(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocToBuf", checked.StaleHandle, func() { a.LocToBuf(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocAddRef", checked.StaleHandle, func() { a.LocAddRef(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocDecRef", checked.StaleHandle, func() { a.LocDecRef(loc) })
 
 	// The chunk is handed out again: the old Loc must not reach the new owner.
+	a.FlushQuarantine()
 	c := a.Alloc(100)
 	if addr(c) != addr(b) {
 		t.Fatal("the freed chunk was not reused")
 	}
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocDecRef(loc) })
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocDecRef", checked.StaleHandle, func() { a.LocDecRef(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocToBuf", checked.StaleHandle, func() { a.LocToBuf(loc) })
 	if !a.Owns(c) {
 		t.Fatal("a stale LocDecRef freed the new owner's chunk")
 	}
@@ -248,13 +250,14 @@ func TestArena_StaleLocAfterSlabReleaseAndReuse(t *testing.T) {
 	b := a.Alloc(64)
 	loc := a.BufToLoc(b)
 	a.DecRef(b) // releases the slab
+	a.FlushQuarantine()
 	if a.Slabs() != 0 {
 		t.Fatalf("slabs %d; want 0", a.Slabs())
 	}
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocToBuf", checked.StaleHandle, func() { a.LocToBuf(loc) })
 	c := a.Alloc(64) // a new slab in the same slot
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocToBuf(loc) })
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { a.LocAddRef(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocToBuf", checked.StaleHandle, func() { a.LocToBuf(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocAddRef", checked.StaleHandle, func() { a.LocAddRef(loc) })
 	a.DecRef(c)
 }
 
@@ -273,7 +276,7 @@ func TestArena_ForeignBufferPanics(t *testing.T) {
 				t.Fatal("Owns a foreign buffer")
 			}
 			memtest.CheckPanic(t, want, func() { a.AddRef(f) })
-			memtest.CheckPanic(t, want, func() { a.DecRef(f) })
+			wantMisuse(t, want, "DecRef", checked.ForeignFree, func() { a.DecRef(f) })
 			memtest.CheckPanic(t, want, func() { a.BufToLoc(f) })
 			memtest.CheckPanic(t, want, func() { a.SetNext(f, nil) })
 			if f != nil { // SetNext(b, nil) ends the chain
@@ -289,7 +292,7 @@ func TestArena_ForeignBufferPanics(t *testing.T) {
 		if a.Owns(span) {
 			t.Fatal("Owns a slice over two chunks")
 		}
-		memtest.CheckPanic(t, want, func() { a.DecRef(span) })
+		wantMisuse(t, want, "DecRef", checked.ForeignFree, func() { a.DecRef(span) })
 	}
 	if s := readStats(a); s.BadFrees != 4 || s.LiveObjects != 2 {
 		t.Fatalf("after foreign DecRefs: %v", &s)
@@ -415,6 +418,7 @@ func TestArena_ReleasesFreeSlabsAfterHysteresis(t *testing.T) {
 			for _, b := range bufs {
 				a.DecRef(b)
 			}
+			a.FlushQuarantine()
 			if want := min(idle, 6); a.Slabs() != want || released != 6-want {
 				t.Fatalf("after freeing all: slabs %d released %d; want %d, %d", a.Slabs(), released, want, 6-want)
 			}
@@ -429,6 +433,7 @@ func TestArena_ReleasesFreeSlabsAfterHysteresis(t *testing.T) {
 			// Alloc+DecRef around an empty class does not thrash.
 			for range 100 {
 				a.DecRef(a.Alloc(64))
+				a.FlushQuarantine()
 			}
 			if s := readStats(a); s.Grows > 6+1 {
 				t.Fatalf("grows %d: the slab is released and regrown each time", s.Grows)
@@ -447,6 +452,7 @@ func TestArena_PrefersPartialSlabs(t *testing.T) {
 	for _, i := range []int{0, 16, 32} {
 		a.DecRef(bufs[i])
 	}
+	a.FlushQuarantine()
 	for _, i := range []int{0, 16, 32} {
 		bufs[i] = a.Alloc(64)
 	}
@@ -456,6 +462,7 @@ func TestArena_PrefersPartialSlabs(t *testing.T) {
 	for _, b := range bufs {
 		a.DecRef(b)
 	}
+	a.FlushQuarantine()
 	if a.Slabs() != 0 {
 		t.Fatalf("slabs %d after freeing all; want 0", a.Slabs())
 	}
@@ -480,6 +487,7 @@ func TestArena_ReadStatsRowPerClass(t *testing.T) {
 }
 
 func TestArena_HotPathsDoNotAllocate(t *testing.T) {
+	skipIfChecked(t, "it records every allocation")
 	a := mustArena(t, 64, 1<<20, 2)
 	keep := a.Alloc(512)
 	var s memkit.Stats

@@ -44,6 +44,50 @@
 // [io.WriterTo]); one chunk in the middle can be replaced with two
 // SetNext calls, without copying the others.
 //
+// # Budgets
+//
+// [WithBudget] caps the bytes an arena holds in slabs: at the cap,
+// [Arena.Alloc] returns nil and [Arena.TryAlloc] returns [ErrBudget],
+// leaving the arena unchanged. [WithBudgetAlert] calls a function when the
+// slabs held cross a threshold, up or down, for load shedding. Both are
+// evaluated only when a slab is taken or released, never per Alloc or
+// DecRef.
+//
+// # Checked build
+//
+// Built with the memkitdebug tag (go test -tags memkitdebug ./...), the
+// arenas report each mistake below with a panic whose value is an error
+// (memkit's checked.Misuse) that names the operation and the mistake and
+// prints the stack of the chunk's allocation and, where it was freed, of
+// its first free; in a release build the same mistakes panic with the
+// strings above, or go unnoticed where noted:
+//
+//   - a double DecRef, even through an old buffer after the chunk could
+//     have been handed out again (unnoticed in a release build, which hands
+//     the chunk to its next owner at once): a freed chunk waits in a
+//     quarantine until 256 more chunks (or 4 MiB of them) were freed
+//     before it is handed out again, so a late DecRef finds it free;
+//   - a DecRef of a buffer the arena did not allocate;
+//   - a stale handle: a [Loc], or a buffer used with AddRef, BufToLoc,
+//     SetNext or GetNext, whose chunk was freed;
+//   - a write after free (unnoticed in a release build): a freed chunk is
+//     filled with a poison pattern, checked when the chunk is handed out
+//     again;
+//   - a write past the end of an allocation into its chunk's slack, with
+//     unsafe or a view (unnoticed in a release build; append cannot do it,
+//     the capacity is locked): the slack is filled with guard bytes at
+//     Alloc, checked at the last DecRef;
+//   - leaks: memkit.Leaks lists the chunks allocated and not freed, with
+//     the stack of each allocation.
+//
+// A DecRef through a re-slice of a buffer (buf[k:]) is no mistake: the
+// chunk is found from any address inside it. The checks are best effort:
+// a late DecRef after the chunk left the quarantine, or a write after free
+// that restores the poison, goes unnoticed. The checked build records a
+// stack per Alloc and touches every byte of a chunk at Alloc and at its
+// last DecRef: Alloc and DecRef cost microseconds instead of nanoseconds,
+// and chunks in quarantine keep their slabs.
+//
 // # Concurrency
 //
 // An [Arena] is for one goroutine at a time, like go-slab's. [NewShared]

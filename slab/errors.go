@@ -10,6 +10,11 @@ var ErrTooLarge = errors.New("slab: request larger than the largest chunk class"
 // and malloc returned none (nil, or fewer bytes than a slab).
 var ErrNoSpace = errors.New("slab: malloc returned no slab")
 
+// ErrBudget is returned by [Arena.TryAlloc] when the arena needs a new slab
+// and taking it would exceed the arena's [WithBudget] budget. The arena is
+// unchanged, except for Stats.Failures.
+var ErrBudget = errors.New("slab: byte budget exhausted")
+
 // Panic messages, exact, so that tests and callers can match them.
 const (
 	msgNegative    = "memkit/slab: negative size"

@@ -89,34 +89,6 @@ type Data struct {
 	Age  int64
 }
 
-// The seed's list of Locs: pointer-free handles to ten records, resolved
-// and released later. A Loc kept after its chunk was freed is caught.
-func ExampleArena_BufToLoc() {
-	arena, _ := slab.NewArena(8, 1024, 2, nil)
-	locs := make([]slab.Loc, 10)
-	for i := range locs {
-		buf := arena.Alloc(int(unsafe.Sizeof(Data{})))
-		d := slab.View[Data](buf)
-		slab.SetString(d.Name[:], fmt.Sprintf("Name%d", i))
-		d.Age = int64(i)
-		locs[i] = arena.BufToLoc(buf)
-	}
-	for _, loc := range locs[:3] {
-		d := slab.View[Data](arena.LocToBuf(loc))
-		fmt.Println(slab.GetString(d.Name[:]), d.Age)
-	}
-	for _, loc := range locs {
-		arena.LocDecRef(loc)
-	}
-	defer func() { fmt.Println(recover()) }()
-	arena.LocToBuf(locs[0])
-	// Output:
-	// Name0 0
-	// Name1 1
-	// Name2 2
-	// memkit/slab: stale handle
-}
-
 // The seed's chained "video": one chunk per minute, linked with SetNext,
 // walked with GetNext, one minute replaced without touching the others,
 // and the whole chain released by dropping its head.
@@ -125,7 +97,7 @@ func ExampleArena_SetNext() {
 	minutes := make([][]byte, 10)
 	for i := range minutes {
 		minutes[i] = arena.Alloc(100)
-		copy(minutes[i], fmt.Sprintf("minute %d", i))
+		copy(minutes[i], fmt.Sprintf("minute %d\x00", i)) // chunks are not zeroed
 		if i > 0 {
 			arena.SetNext(minutes[i-1], minutes[i]) // the chain holds minute i
 			arena.DecRef(minutes[i])                // so we need not
@@ -136,7 +108,7 @@ func ExampleArena_SetNext() {
 	// Replace minute 5: link 4 → new → 6, which frees the old minute 5.
 	m4, m6 := minutes[4], minutes[6]
 	fresh := arena.Alloc(100)
-	copy(fresh, "minute 5, re-cut")
+	copy(fresh, "minute 5, re-cut\x00")
 	arena.SetNext(fresh, m6)
 	arena.SetNext(m4, fresh)
 	arena.DecRef(fresh)

@@ -1,5 +1,7 @@
 package slab
 
+import "github.com/memkit/memkit/internal/checked"
+
 // Test-only access to internals.
 
 // Slabs reports how many slabs the arena holds.
@@ -24,3 +26,23 @@ func (sh *Shared) AllocOn(k, n int) []byte {
 
 // IndexLen reports how many slabs the shared index holds.
 func (sh *Shared) IndexLen() int { return len(*sh.index.Load()) }
+
+// FlushQuarantine hands the chunks the checked build holds in quarantine
+// to their free lists, as a release build's DecRef does at once, so that
+// tests of reuse and slab release run in both builds. It does nothing in a
+// release build.
+func (a *Arena) FlushQuarantine() {
+	if checked.Enabled {
+		a.flushQuarantine()
+	}
+}
+
+// FlushQuarantine is [Arena.FlushQuarantine] for every shard.
+func (sh *Shared) FlushQuarantine() {
+	for k := range sh.shards {
+		s := &sh.shards[k]
+		s.lock()
+		s.a.FlushQuarantine()
+		s.unlock()
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/slab"
 )
@@ -105,6 +106,7 @@ func FuzzArena(f *testing.F) {
 		if err := m.check(); err != nil {
 			t.Fatal(err)
 		}
+		a.FlushQuarantine() // the checked build's
 		var s memkit.Stats
 		a.ReadStats(&s)
 		if max := uint64(len(s.Classes)*int(cfg&3)) * uint64(slabSize); s.ReservedBytes > max {
@@ -211,10 +213,10 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 				continue
 			}
 			l := m.stale[int(ops.Byte())%len(m.stale)]
-			if got := panicValue(func() { m.a.LocToBuf(l) }); got != "memkit/slab: stale handle" {
+			if got := panicValue(func() { m.a.LocToBuf(l) }); !panicIs(got, "memkit/slab: stale handle", checked.StaleHandle) {
 				return fmt.Errorf("LocToBuf of a stale Loc: panic %q", got)
 			}
-			if got := panicValue(func() { m.a.LocDecRef(l) }); got != "memkit/slab: stale handle" {
+			if got := panicValue(func() { m.a.LocDecRef(l) }); !panicIs(got, "memkit/slab: stale handle", checked.StaleHandle) {
 				return fmt.Errorf("LocDecRef of a stale Loc: panic %q", got)
 			}
 			m.badFrees++
@@ -235,7 +237,7 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 			if m.a.Owns(f) {
 				return fmt.Errorf("Owns a heap buffer")
 			}
-			if got := panicValue(func() { m.a.DecRef(f) }); got != "memkit/slab: buffer not allocated by this arena" {
+			if got := panicValue(func() { m.a.DecRef(f) }); !panicIs(got, "memkit/slab: buffer not allocated by this arena", checked.ForeignFree) {
 				return fmt.Errorf("DecRef of a heap buffer: panic %q", got)
 			}
 			m.badFrees++
@@ -258,8 +260,8 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 			if reused {
 				continue
 			}
-			if got := panicValue(func() { m.a.DecRef(f) }); got != "memkit/slab: DecRef of a free chunk" &&
-				got != "memkit/slab: buffer not allocated by this arena" { // its slab may be released
+			if got := panicValue(func() { m.a.DecRef(f) }); !panicIs(got, "memkit/slab: DecRef of a free chunk", checked.DoubleFree) &&
+				!panicIs(got, "memkit/slab: buffer not allocated by this arena", checked.DoubleFree) { // its slab may be released
 				return fmt.Errorf("DecRef of a freed chunk: panic %q", got)
 			}
 			m.badFrees++
@@ -304,8 +306,8 @@ func (m *arenaModel) decRef(c *mchunk, byLoc bool) error {
 		return fmt.Errorf("DecRef = %v; the model says %v (refs %d, in %d)", got, want, c.refs, c.in)
 	}
 	if want && !byLoc && !m.shared { // shared: another goroutine may hold the chunk already
-		if p := panicValue(func() { m.a.DecRef(c.buf) }); p != "memkit/slab: DecRef of a free chunk" &&
-			!(p == "memkit/slab: buffer not allocated by this arena") { // its slab may be released
+		if p := panicValue(func() { m.a.DecRef(c.buf) }); !panicIs(p, "memkit/slab: DecRef of a free chunk", checked.DoubleFree) &&
+			!panicIs(p, "memkit/slab: buffer not allocated by this arena", checked.DoubleFree) { // its slab may be released
 			return fmt.Errorf("second DecRef: panic %q", p)
 		}
 		m.badFrees++
@@ -391,9 +393,15 @@ func (m *arenaModel) check() error {
 }
 
 // panicValue runs f and returns what it panicked with, as a string, or "".
+// A *checked.Misuse, the checked build's report, is formatted as
+// "misuse: " and its kind.
 func panicValue(f func()) (s string) {
 	defer func() {
-		if r := recover(); r != nil {
+		switch r := recover().(type) {
+		case nil:
+		case *checked.Misuse:
+			s = "misuse: " + r.Kind
+		default:
 			s = fmt.Sprint(r)
 		}
 	}()

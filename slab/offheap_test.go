@@ -29,6 +29,7 @@ func TestArena_OffHeapSlabsAreUnmappedOnRelease(t *testing.T) {
 	if !a.DecRef(b) {
 		t.Fatal("DecRef of the only reference did not free the chunk")
 	}
+	a.FlushQuarantine()
 	offheap.ReadStats(&after)
 	if after.LiveObjects != before.LiveObjects || after.Frees != before.Frees+1 {
 		t.Fatalf("the free slab was not unmapped: before %+v after %+v", before, after)

@@ -1,5 +1,10 @@
 package slab
 
+import (
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/checked"
+)
+
 // Option configures an [Arena] built by [NewArena] or a [Shared] built by
 // [NewShared].
 type Option func(*config)
@@ -16,6 +21,13 @@ type config struct {
 	idleSlabs int
 	free      func([]byte)
 	shards    int
+	budget    int64 // 0: none
+	alertAt   int64
+	alertFn   func(used int64, above bool)
+
+	// Set by NewShared for its shards, which share them.
+	bud *budget.Budget
+	trk *checked.Tracker
 }
 
 func defaultConfig() config {
@@ -46,3 +58,40 @@ func WithIdleSlabs(n int) Option { return func(c *config) { c.idleSlabs = n } }
 // example an munmap). Without it (the default) a released slab is dropped
 // and left to the GC, which is right for memory from the Go heap.
 func WithFree(free func(slab []byte)) Option { return func(c *config) { c.free = free } }
+
+// WithBudget limits the memory the arena holds, its slabs, to n bytes (0,
+// the default, for no limit; NewArena and NewShared return an error for a
+// negative n). When a request needs a new slab and the slab would take the
+// arena past n, [Arena.Alloc] returns nil and [Arena.TryAlloc] returns
+// [ErrBudget], and the arena is unchanged except for Stats.Failures. The
+// budget counts whole slabs, so it is reached in steps of the slab size;
+// slabs that are released give their bytes back. The slabs of a [Shared]
+// count against one budget, shared by its shards: when the calling
+// goroutine's shard needs a slab the budget refuses, Alloc and TryAlloc
+// take a free chunk of another shard before they give up.
+func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
+
+// WithBudgetAlert calls fn with the bytes the arena holds (its slabs, as
+// Stats.ReservedBytes counts them) when they rise to threshold or more
+// (above true) and when they fall back below it (above false): a signal
+// for load shedding, before [WithBudget]'s limit refuses memory. It is
+// evaluated only when the arena takes a slab or releases one, never on
+// Alloc or DecRef of a chunk in a slab it holds, so it costs the hot path
+// nothing. fn runs on the goroutine that took or released the slab, while
+// the arena (or the shard of a [Shared]) is locked: it must be quick and
+// must not call back into the arena. A threshold <= 0 or a nil fn means no
+// alert.
+func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
+	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+}
+
+// newBudget returns the budget cfg asks for, or nil for none.
+func (cfg *config) newBudget() *budget.Budget {
+	if cfg.budget == 0 && (cfg.alertAt <= 0 || cfg.alertFn == nil) {
+		return nil
+	}
+	if cfg.alertAt <= 0 {
+		return budget.New(cfg.budget, 0, nil)
+	}
+	return budget.New(cfg.budget, cfg.alertAt, cfg.alertFn)
+}

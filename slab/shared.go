@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -49,6 +50,8 @@ type Shared struct {
 
 	statsMu sync.Mutex
 	scratch stats.Stats
+
+	trk *checked.Tracker // the checked build's, shared by the shards; nil otherwise
 }
 
 // slabOwner is an entry of Shared.index: which shard holds the slab at
@@ -95,6 +98,13 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	}
 	sh := &Shared{shards: make([]shard, n), mask: uintptr(n - 1), slabSize: slabSize}
 	sh.index.Store(new([]slabOwner))
+	// The shards share one budget and, in the checked build, one tracker.
+	bud := cfg.newBudget()
+	if checked.Enabled {
+		sh.trk = checked.NewTracker("slab")
+		checked.Register(sh, sh.trk)
+	}
+	shared := func(c *config) { c.bud, c.trk = bud, sh.trk }
 	for k := range sh.shards {
 		id := uint32(k)
 		a, err := NewArena(startChunkSize, slabSize, growthFactor,
@@ -110,7 +120,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 				if cfg.free != nil {
 					cfg.free(mem)
 				}
-			}))...)
+			}), shared)...)
 		if err != nil {
 			return nil, err
 		}
@@ -180,6 +190,9 @@ func (sh *Shared) lockBuf(buf []byte, isFree bool) *shard {
 	if s == nil {
 		if isFree {
 			sh.badFrees.Add(1)
+			if checked.Enabled {
+				panic(foreignMisuse(sh.trk, "DecRef", uintptr(unsafe.Pointer(unsafe.SliceData(buf)))))
+			}
 		}
 		panic(msgForeign)
 	}
@@ -191,6 +204,9 @@ func (sh *Shared) lockBuf(buf []byte, isFree bool) *shard {
 func (sh *Shared) lockLoc(l Loc) *shard {
 	k := l.slab >> slotBits
 	if k >= uint32(len(sh.shards)) {
+		if checked.Enabled {
+			panic(&checked.Misuse{Allocator: "slab", Op: callerOp(1), Kind: checked.StaleHandle, Detail: "a Loc of no shard of this arena"})
+		}
 		panic(msgStale)
 	}
 	s := &sh.shards[k]
@@ -243,9 +259,52 @@ func (sh *Shared) TryAlloc(n int) ([]byte, error) {
 		panic(msgNegative)
 	}
 	s := sh.lockAny()
+	if checked.Enabled {
+		return sh.tryAllocChecked(s, n)
+	}
 	b, err := s.a.alloc(n)
 	s.unlock()
+	if b == nil && err == ErrBudget {
+		b, err = sh.allocElsewhere(s, n, err)
+	}
 	return b, err
+}
+
+// tryAllocChecked is the rest of TryAlloc in the checked build, where
+// alloc panics on a write after free: it unlocks s even then.
+func (sh *Shared) tryAllocChecked(s *shard, n int) ([]byte, error) {
+	b, err := func() ([]byte, error) {
+		defer s.unlock()
+		return s.a.alloc(n)
+	}()
+	if err == ErrBudget {
+		b, err = sh.allocElsewhere(s, n, err)
+	}
+	return b, err
+}
+
+// allocElsewhere is the slow path of TryAlloc when the budget refused shard
+// s a new slab: it takes a free chunk of another shard, if one has any, and
+// otherwise returns err.
+func (sh *Shared) allocElsewhere(s *shard, n int, err error) ([]byte, error) {
+	for k := range sh.shards {
+		o := &sh.shards[k]
+		if o == s {
+			continue
+		}
+		b := func() []byte {
+			o.lock()
+			defer o.unlock()
+			return o.a.allocHeld(n)
+		}()
+		if b != nil {
+			s.lock()
+			s.a.failures-- // the call did not fail after all
+			s.unlock()
+			return b, nil
+		}
+	}
+	return nil, err
 }
 
 // Owns is [Arena.Owns].
@@ -288,11 +347,24 @@ func (sh *Shared) decRef(s *shard, buf []byte) (bool, Loc) {
 // chunk whose successor is in another shard, to that successor.
 func (sh *Shared) release(h Loc) {
 	for !h.IsNil() {
+		if checked.Enabled {
+			h = sh.releaseOne(h) // unlocks the shard if LocDecRef reports a misuse
+			continue
+		}
 		s := sh.lockLoc(h)
 		s.a.LocDecRef(h)
 		h = s.a.takeHandoff()
 		s.unlock()
 	}
+}
+
+// releaseOne drops the chain reference to h and returns the successor in
+// another shard whose reference that dropped in turn, if any.
+func (sh *Shared) releaseOne(h Loc) Loc {
+	s := sh.lockLoc(h)
+	defer s.unlock()
+	s.a.LocDecRef(h)
+	return s.a.takeHandoff()
 }
 
 // BufToLoc is [Arena.BufToLoc]; the Loc also names the shard.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/slab"
 )
@@ -54,11 +55,11 @@ func TestShared_Misuse(t *testing.T) {
 	if !sh.DecRef(b) {
 		t.Fatal("DecRef of the only reference")
 	}
-	memtest.CheckPanic(t, "memkit/slab: DecRef of a free chunk", func() { sh.DecRef(b) })
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { sh.LocToBuf(loc) })
-	memtest.CheckPanic(t, "memkit/slab: stale handle", func() { sh.LocDecRef(loc) })
+	wantMisuse(t, "memkit/slab: DecRef of a free chunk", "DecRef", checked.DoubleFree, func() { sh.DecRef(b) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocToBuf", checked.StaleHandle, func() { sh.LocToBuf(loc) })
+	wantMisuse(t, "memkit/slab: stale handle", "LocDecRef", checked.StaleHandle, func() { sh.LocDecRef(loc) })
 	foreign := make([]byte, 64)
-	memtest.CheckPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.DecRef(foreign) })
+	wantMisuse(t, "memkit/slab: buffer not allocated by this arena", "DecRef", checked.ForeignFree, func() { sh.DecRef(foreign) })
 	memtest.CheckPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.AddRef(foreign) })
 	memtest.CheckPanic(t, "memkit/slab: negative size", func() { sh.Alloc(-1) })
 	if sh.Owns(foreign) || sh.Owns(nil) || sh.Owns(b) || !sh.Owns(keep) {
@@ -98,6 +99,7 @@ func TestShared_ChainAcrossShards(t *testing.T) {
 	if !sh.DecRef(bufs[0]) {
 		t.Fatal("the head was not freed")
 	}
+	sh.FlushQuarantine()
 	if s := sharedStats(sh); s.LiveObjects != 0 || s.ReservedBytes != 0 || sh.IndexLen() != 0 {
 		t.Fatalf("after dropping the head: index %d, %v", sh.IndexLen(), &s)
 	}
@@ -183,6 +185,7 @@ func TestShared_ManyGoroutines(t *testing.T) {
 }
 
 func TestShared_HotPathsDoNotAllocate(t *testing.T) {
+	skipIfChecked(t, "it records every allocation")
 	sh := mustShared(t, 64, 1<<20)
 	keep := sh.Alloc(512)
 	var s memkit.Stats

@@ -1,0 +1,96 @@
+package arena_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/arena"
+)
+
+// alert records the calls of a WithBudgetAlert callback.
+type alert struct {
+	mu         sync.Mutex
+	ups, downs int
+	last       int64
+}
+
+func (al *alert) fn(used int64, above bool) {
+	al.mu.Lock()
+	defer al.mu.Unlock()
+	if above {
+		al.ups++
+	} else {
+		al.downs++
+	}
+	al.last = used
+}
+
+func (al *alert) get() (ups, downs int, last int64) {
+	al.mu.Lock()
+	defer al.mu.Unlock()
+	return al.ups, al.downs, al.last
+}
+
+func TestArena_BudgetAlertFiresOnceEachWay(t *testing.T) {
+	var al alert
+	a := arena.NewArena(arena.WithChunkSize(1024), arena.WithBudgetAlert(2048, al.fn))
+	for range 3 * 1024 / 64 { // three chunks of [8]int64
+		arena.New[[8]int64](a)
+	}
+	if ups, downs, last := al.get(); ups != 1 || downs != 0 || last != 2048 {
+		t.Fatalf("after three chunks: %d up, %d down, last %d; want one up at 2048", ups, downs, last)
+	}
+	a.Free()
+	if ups, downs, last := al.get(); ups != 1 || downs != 1 || last >= 2048 {
+		t.Fatalf("after Free: %d up, %d down, last %d; want one down", ups, downs, last)
+	}
+	ty := arena.NewTyped[[8]int64](arena.WithChunkSize(1024), arena.WithBudgetAlert(1024, al.fn))
+	ty.New()
+	ty.Free()
+	if ups, downs, _ := al.get(); ups != 2 || downs != 2 {
+		t.Fatalf("Typed: %d up, %d down; want one more each", ups, downs)
+	}
+}
+
+// A Pool's alert watches the memory all its arenas hold: what its
+// ReadStats reports as ReservedBytes.
+func TestPool_BudgetAlertWatchesAllItsArenas(t *testing.T) {
+	var al alert
+	p := arena.NewPool(arena.WithChunkSize(1024), arena.WithBudgetAlert(2048, al.fn))
+	a, b := p.Get(), p.Get()
+	arena.New[[8]int64](a) // a chunk each: 2 KiB together
+	if ups, _, _ := al.get(); ups != 0 {
+		t.Fatal("alert below the threshold")
+	}
+	arena.New[[8]int64](b)
+	var st memkit.Stats
+	p.ReadStats(&st)
+	if ups, _, last := al.get(); ups != 1 || last != 2048 || st.ReservedBytes != 2048 {
+		t.Fatalf("alert %d up at %d, pool reserves %d; want one up at 2048", ups, last, st.ReservedBytes)
+	}
+	a.Free()
+	if _, downs, last := al.get(); downs != 1 || last != 1024 {
+		t.Fatalf("after a Free: %d down at %d; want one at 1024", downs, last)
+	}
+	p.Put(b)
+}
+
+func TestArena_BudgetAlertCostsTheHotPathNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	var al alert
+	a := arena.NewArena(arena.WithBudget(1<<20), arena.WithBudgetAlert(1<<10, al.fn))
+	ty := arena.NewTyped[int64](arena.WithBudgetAlert(1<<10, al.fn))
+	arena.New[int64](a)
+	ty.New()
+	for name, f := range map[string]func(){
+		"New":       func() { arena.New[int64](a) },
+		"Typed.New": func() { ty.New() },
+	} {
+		if n := testing.AllocsPerRun(1000, f); n != 0 {
+			t.Errorf("%s with an alert: %v allocs; want 0", name, n)
+		}
+	}
+}

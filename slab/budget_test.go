@@ -1,0 +1,135 @@
+package slab_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/memkit/memkit/slab"
+)
+
+// alert records the calls of a WithBudgetAlert callback.
+type alert struct {
+	ups, downs int
+	last       int64
+}
+
+func (al *alert) fn(used int64, above bool) {
+	if above {
+		al.ups++
+	} else {
+		al.downs++
+	}
+	al.last = used
+}
+
+func TestArena_BudgetRefusesASlabAndLeavesTheArenaUnchanged(t *testing.T) {
+	a := mustArena(t, 64, 1024, 2, slab.WithBudget(2048), slab.WithIdleSlabs(0))
+	var bufs [][]byte
+	for range 32 { // two slabs of 64-byte chunks: the budget
+		b := a.Alloc(64)
+		if b == nil {
+			t.Fatal("Alloc failed within the budget")
+		}
+		bufs = append(bufs, b)
+	}
+	before := readStats(a)
+	if b := a.Alloc(64); b != nil {
+		t.Fatal("Alloc past the budget returned a buffer")
+	}
+	if b, err := a.TryAlloc(64); b != nil || !errors.Is(err, slab.ErrBudget) {
+		t.Fatalf("TryAlloc past the budget = %d bytes, %v; want ErrBudget", len(b), err)
+	}
+	after := readStats(a)
+	before.Failures += 2
+	if after.String() != before.String() {
+		t.Fatalf("a refused Alloc changed the arena:\nbefore %v\nafter  %v", &before, &after)
+	}
+	// A slab released gives its bytes back.
+	for _, b := range bufs[:16] {
+		a.DecRef(b)
+	}
+	a.FlushQuarantine()
+	if a.Slabs() != 1 {
+		t.Fatalf("slabs %d; want 1", a.Slabs())
+	}
+	if b := a.Alloc(1000); b == nil {
+		t.Fatal("Alloc failed after a slab was released")
+	} else {
+		a.DecRef(b)
+	}
+	for _, b := range bufs[16:] {
+		a.DecRef(b)
+	}
+	if _, err := slab.NewArena(64, 1024, 2, nil, slab.WithBudget(-1)); err == nil || err.Error() != "slab: Budget -1 must be >= 0" {
+		t.Fatalf("NewArena with a negative budget: %v", err)
+	}
+}
+
+func TestArena_BudgetAlertFiresOnceEachWay(t *testing.T) {
+	var al alert
+	a := mustArena(t, 64, 1024, 2, slab.WithBudgetAlert(2048, al.fn), slab.WithIdleSlabs(0))
+	var bufs [][]byte
+	for range 16 * 3 {
+		bufs = append(bufs, a.Alloc(64))
+	}
+	if al.ups != 1 || al.downs != 0 || al.last != 2048 {
+		t.Fatalf("after three slabs: %+v; want one call up at 2048", al)
+	}
+	for _, b := range bufs {
+		a.DecRef(b)
+	}
+	a.FlushQuarantine()
+	if al.ups != 1 || al.downs != 1 || al.last != 1024 {
+		t.Fatalf("after freeing all: %+v; want one call down at 1024", al)
+	}
+}
+
+func TestArena_BudgetAlertCostsTheHotPathNothing(t *testing.T) {
+	skipIfChecked(t, "it records every allocation")
+	var al alert
+	a := mustArena(t, 64, 1<<16, 2, slab.WithBudget(1<<20), slab.WithBudgetAlert(1<<16, al.fn))
+	keep := a.Alloc(64)
+	if n := testing.AllocsPerRun(1000, func() { a.DecRef(a.Alloc(512)) }); n != 0 {
+		t.Fatalf("Alloc+DecRef with a budget and an alert: %v allocs; want 0", n)
+	}
+	a.DecRef(keep)
+}
+
+func TestShared_BudgetIsSharedByTheShards(t *testing.T) {
+	var al alert
+	sh := mustShared(t, 64, 1024, slab.WithShards(4), slab.WithBudget(2048),
+		slab.WithBudgetAlert(2048, al.fn), slab.WithIdleSlabs(0))
+	a := sh.AllocOn(0, 64) // a slab in shard 0
+	b := sh.AllocOn(1, 64) // and one in shard 1: the budget is spent
+	if al.ups != 1 {
+		t.Fatalf("alert %+v; want one call up", al)
+	}
+	if c := sh.AllocOn(2, 64); c != nil {
+		t.Fatal("shard 2 took a slab past the shared budget")
+	}
+	// TryAlloc takes a free chunk of another shard before it gives up.
+	var got [][]byte
+	for {
+		c, err := sh.TryAlloc(64)
+		if err != nil {
+			if !errors.Is(err, slab.ErrBudget) {
+				t.Fatal(err)
+			}
+			break
+		}
+		got = append(got, c)
+	}
+	if len(got) != 30 {
+		t.Fatalf("TryAlloc served %d chunks from the two slabs; want 30", len(got))
+	}
+	if s := sharedStats(sh); s.Failures != 2 || s.ReservedBytes != 2048 {
+		t.Fatalf("stats %v; want 2 failures, 2 KiB reserved", &s)
+	}
+	for _, c := range append(got, a, b) {
+		sh.DecRef(c)
+	}
+	sh.FlushQuarantine()
+	if s := sharedStats(sh); s.ReservedBytes != 0 || al.downs != 1 {
+		t.Fatalf("after freeing all: %v, alert %+v", &s, al)
+	}
+}
