@@ -43,6 +43,7 @@ flags:
 // demoConfig is the parsed command line of memkit demo.
 type demoConfig struct {
 	duration time.Duration
+	requests int
 	rate     int
 	conns    int
 	lines    int
@@ -55,6 +56,7 @@ func parseDemoFlags(stdout io.Writer, args []string) (*demoConfig, error) {
 	fs.SetOutput(io.Discard)
 	c := new(demoConfig)
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "total `duration` of the run, shared by the two services")
+	fs.IntVar(&c.requests, "requests", 0, "stop each service's measured part after `n` requests (0: only --duration bounds it)")
 	fs.IntVar(&c.rate, "rate", 2000, "fixed request `rate` per second sent to each service")
 	fs.IntVar(&c.conns, "conns", 8, "keep-alive `connections` the load generator spreads the rate over")
 	fs.IntVar(&c.lines, "readings", 400, "readings (lines) per request `body`")
@@ -74,6 +76,8 @@ func parseDemoFlags(stdout io.Writer, args []string) (*demoConfig, error) {
 		return nil, usagef("demo: unexpected argument %q", fs.Arg(0))
 	case c.duration < 2*time.Second:
 		return nil, usagef("demo: --duration %v: must be at least 2s", c.duration)
+	case c.requests < 0:
+		return nil, usagef("demo: --requests %d: must not be negative", c.requests)
 	case c.rate < 1:
 		return nil, usagef("demo: --rate %d: must be at least 1", c.rate)
 	case c.conns < 1 || c.conns > c.rate:
@@ -221,11 +225,11 @@ func runPhase(h http.Handler, cfg *demoConfig, warm, d time.Duration, reqs, want
 	defer srv.Close()
 	addr := ln.Addr().String()
 
-	if r := drive(addr, cfg.rate, cfg.conns, warm, reqs, want); r.firstErr != nil {
+	if r := drive(addr, cfg.rate, cfg.conns, warm, 0, reqs, want); r.firstErr != nil {
 		return nil, r.firstErr
 	}
 	w := startGCWatch()
-	r := drive(addr, cfg.rate, cfg.conns, d, reqs, want)
+	r := drive(addr, cfg.rate, cfg.conns, d, cfg.requests, reqs, want)
 	w.finish()
 	if r.firstErr != nil {
 		return nil, r.firstErr

@@ -90,9 +90,10 @@ type loadResult struct {
 }
 
 // drive sends requests to addr at rate requests per second, spread over
-// conns keep-alive connections, for d. Request i on a connection is
-// reqs[i%len(reqs)] and its response body must equal want[i%len(want)].
-func drive(addr string, rate, conns int, d time.Duration, reqs, want [][]byte) *loadResult {
+// conns keep-alive connections, for d or until limit requests have been
+// answered (0: no limit). Request i on a connection is reqs[i%len(reqs)]
+// and its response body must equal want[i%len(want)].
+func drive(addr string, rate, conns int, d time.Duration, limit int, reqs, want [][]byte) *loadResult {
 	per := make([]*loadResult, conns)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -105,7 +106,19 @@ func drive(addr string, rate, conns int, d time.Duration, reqs, want [][]byte) *
 			defer wg.Done()
 			// Stagger the connections across one interval.
 			offset := interval * time.Duration(c) / time.Duration(conns)
-			r.firstErr = runConn(addr, start.Add(offset), interval, start.Add(d), c, reqs, want, r)
+			// Connection c sends its share of limit: limit/conns, and one
+			// more for the first limit%conns connections.
+			share := 0
+			if limit > 0 {
+				share = limit / conns
+				if c < limit%conns {
+					share++
+				}
+				if share == 0 {
+					return
+				}
+			}
+			r.firstErr = runConn(addr, start.Add(offset), interval, start.Add(d), share, c, reqs, want, r)
 			if r.firstErr != nil {
 				r.errors++
 			}
@@ -127,7 +140,7 @@ func drive(addr string, rate, conns int, d time.Duration, reqs, want [][]byte) *
 
 // runConn is one connection's loop: send on schedule, read, compare.
 func runConn(addr string, next time.Time, interval time.Duration, end time.Time,
-	id int, reqs, want [][]byte, r *loadResult) error {
+	limit, id int, reqs, want [][]byte, r *loadResult) error {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err
@@ -139,7 +152,7 @@ func runConn(addr string, next time.Time, interval time.Duration, end time.Time,
 		if wait := time.Until(next); wait > 0 {
 			time.Sleep(wait)
 		}
-		if !time.Now().Before(end) {
+		if !time.Now().Before(end) || (limit > 0 && r.requests >= uint64(limit)) {
 			return nil
 		}
 		next = next.Add(interval)

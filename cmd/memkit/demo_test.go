@@ -110,3 +110,26 @@ func TestReadResponse(t *testing.T) {
 		t.Fatalf("a 500 gave %v", err)
 	}
 }
+
+// TestDemo_RequestsBound checks --requests: each service's measured part
+// stops after exactly that many answers, before --duration ends.
+func TestDemo_RequestsBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo for seconds")
+	}
+	var out, errOut bytes.Buffer
+	err := run(&out, &errOut, []string{"demo", "--duration", "6s", "--rate", "400", "--conns", "3", "--requests", "301", "--json"})
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, errOut.String())
+	}
+	var rep demoReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Plain.Requests != 301 || rep.Memkit.Requests != 301 {
+		t.Fatalf("requests: plain %d, memkit %d; want 301 each", rep.Plain.Requests, rep.Memkit.Requests)
+	}
+	if err := run(&out, &errOut, []string{"demo", "--requests", "-1"}); err == nil {
+		t.Fatal("--requests -1 accepted")
+	}
+}
