@@ -10,6 +10,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/arena"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 // The misuse suite: one test per mistake, each checking the report of the
@@ -24,7 +25,7 @@ const ptrPoisoned = unsafe.Sizeof(uintptr(0)) == 8
 // with freed, at the first free's.
 func wantReport(t *testing.T, op, kind string, freed bool, f func()) *checked.Misuse {
 	t.Helper()
-	m, other := misuseOf(f)
+	m, other := memtest.MisuseOf(f)
 	if m == nil {
 		t.Fatalf("panic %v; want a *checked.Misuse", other)
 	}
@@ -73,7 +74,7 @@ func TestMisuse_PutForeign(t *testing.T) {
 	lone, other := arena.NewArena(), arena.NewPool().Get()
 	wantReport(t, "Put", checked.ForeignFree, false, func() { p.Put(lone) })
 	wantReport(t, "Put", checked.ForeignFree, false, func() { p.Put(other) })
-	if m, _ := misuseOf(func() { p.Put(nil) }); m == nil || m.Kind != checked.ForeignFree {
+	if m, _ := memtest.MisuseOf(func() { p.Put(nil) }); m == nil || m.Kind != checked.ForeignFree {
 		t.Fatalf("Put(nil): %v", m)
 	}
 }

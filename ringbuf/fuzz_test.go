@@ -260,7 +260,7 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 // panics as the build in use reports it: with the release build's message,
 // or with a *checked.Misuse of kind in the checked build.
 func lendPanic(op, kind string, f func()) error {
-	m, other := misuseOf(f)
+	m, other := memtest.MisuseOf(f)
 	want := map[string]string{
 		"Commit":  "memkit/ringbuf: Commit of a slot not reserved",
 		"Release": "memkit/ringbuf: Release of a slot not peeked",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/ringbuf"
 )
 
@@ -21,7 +22,7 @@ import (
 // with back, of its first hand-back.
 func wantReport(t *testing.T, op, kind string, back bool, f func()) *checked.Misuse {
 	t.Helper()
-	m, other := misuseOf(f)
+	m, other := memtest.MisuseOf(f)
 	if m == nil {
 		t.Fatalf("panic %v; want a *checked.Misuse", other)
 	}
@@ -68,7 +69,7 @@ func TestMisuse_ForeignSlot(t *testing.T) {
 		"Commit of the zero Slot":       func() { r.Commit(ringbuf.Slot{}, 1) },
 		"Release of the zero Slot":      func() { r.Release(ringbuf.Slot{}) },
 	} {
-		if m, x := misuseOf(f); m == nil || m.Allocator != "ringbuf" || m.Kind != checked.ForeignFree {
+		if m, x := memtest.MisuseOf(f); m == nil || m.Allocator != "ringbuf" || m.Kind != checked.ForeignFree {
 			t.Errorf("%s: panic %v %v; want a foreign free", name, m, x)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/slab"
 )
 
@@ -20,7 +21,7 @@ import (
 // the allocation's, and, with freed, the first free's.
 func wantReport(t *testing.T, op, kind string, freed bool, f func()) *checked.Misuse {
 	t.Helper()
-	m, other := misuseOf(f)
+	m, other := memtest.MisuseOf(f)
 	if m == nil {
 		t.Fatalf("panic %v; want a *checked.Misuse", other)
 	}
@@ -78,13 +79,13 @@ func TestMisuse_ForeignFree(t *testing.T) {
 	keep := a.Alloc(64)
 	other := mustArena(t, 64, 4096, 2).Alloc(64)
 	for name, f := range map[string][]byte{"heap": make([]byte, 64), "other arena": other, "nil": nil} {
-		m, x := misuseOf(func() { a.DecRef(f) })
+		m, x := memtest.MisuseOf(func() { a.DecRef(f) })
 		if m == nil || m.Allocator != "slab" || m.Op != "DecRef" || m.Kind != checked.ForeignFree {
 			t.Errorf("%s: panic %v %v; want a foreign free", name, m, x)
 		}
 	}
 	sh := mustShared(t, 64, 4096)
-	if m, x := misuseOf(func() { sh.DecRef(make([]byte, 64)) }); m == nil || m.Kind != checked.ForeignFree {
+	if m, x := memtest.MisuseOf(func() { sh.DecRef(make([]byte, 64)) }); m == nil || m.Kind != checked.ForeignFree {
 		t.Errorf("Shared: panic %v %v; want a foreign free", m, x)
 	}
 	a.DecRef(keep)
