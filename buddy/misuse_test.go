@@ -10,6 +10,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/buddy"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 // The misuse suite of the checked build: one test per mistake, each
@@ -22,28 +23,7 @@ import (
 // test, if not ""), and, with freed, where it was first freed.
 func checkMisuse(t *testing.T, m *checked.Misuse, op, kind, test string, freed bool) {
 	t.Helper()
-	if m == nil {
-		t.Fatalf("no *checked.Misuse panic; want %q", kind)
-	}
-	if m.Allocator != "buddy" || m.Op != op || m.Kind != kind {
-		t.Fatalf("misuse %s/%s/%s; want buddy/%s/%s\n%v", m.Allocator, m.Op, m.Kind, op, kind, m)
-	}
-	msg := m.Error()
-	if !strings.HasPrefix(msg, "memkit/buddy: "+op+": "+kind+" at 0x") {
-		t.Errorf("report starts %q", msg)
-	}
-	if test == "" {
-		return
-	}
-	want := []string{"allocated at:\n\tgithub.com/memkit/memkit/buddy_test." + test}
-	if freed {
-		want = append(want, "first freed at:\n\tgithub.com/memkit/memkit/buddy_test."+test)
-	}
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("report lacks %q:\n%s", w, msg)
-		}
-	}
+	memtest.CheckMisuse(t, m, "buddy", op, kind, test, freed)
 }
 
 func alloc(t *testing.T, a *buddy.Allocator, n int) []byte {

@@ -9,6 +9,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 // The misuse suite of the checked build: one test per mistake, each
@@ -21,28 +22,7 @@ import (
 // test), and, with freed, where it was first put back.
 func checkMisuse(t *testing.T, m *checked.Misuse, op, kind, test string, freed bool) {
 	t.Helper()
-	if m == nil {
-		t.Fatalf("no *checked.Misuse panic; want %q", kind)
-	}
-	if m.Allocator != "bytepool" || m.Op != op || m.Kind != kind {
-		t.Fatalf("misuse %s/%s/%s; want bytepool/%s/%s", m.Allocator, m.Op, m.Kind, op, kind)
-	}
-	msg := m.Error()
-	if !strings.HasPrefix(msg, "memkit/bytepool: "+op+": "+kind+" at 0x") {
-		t.Errorf("report starts %q", msg)
-	}
-	if test == "" {
-		return
-	}
-	want := []string{"allocated at:\n\tgithub.com/memkit/memkit/bytepool_test." + test}
-	if freed {
-		want = append(want, "first freed at:\n\tgithub.com/memkit/memkit/bytepool_test."+test)
-	}
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("report lacks %q:\n%s", w, msg)
-		}
-	}
+	memtest.CheckMisuse(t, m, "bytepool", op, kind, test, freed)
 }
 
 // getPut is a Pool's or a Cache's Get and Put.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/offheap"
 )
 
@@ -23,28 +24,7 @@ import (
 // not ""), and, with freed, where it was first freed.
 func checkMisuse(t *testing.T, m *checked.Misuse, kind, test string, freed bool) {
 	t.Helper()
-	if m == nil {
-		t.Fatalf("no *checked.Misuse panic; want %q", kind)
-	}
-	if m.Allocator != "offheap" || m.Op != "Free" || m.Kind != kind {
-		t.Fatalf("misuse %s/%s/%s; want offheap/Free/%s\n%v", m.Allocator, m.Op, m.Kind, kind, m)
-	}
-	msg := m.Error()
-	if !strings.HasPrefix(msg, "memkit/offheap: Free: "+kind+" at 0x") {
-		t.Errorf("report starts %q", msg)
-	}
-	if test == "" {
-		return
-	}
-	want := []string{"allocated at:\n\tgithub.com/memkit/memkit/offheap_test." + test}
-	if freed {
-		want = append(want, "first freed at:\n\tgithub.com/memkit/memkit/offheap_test."+test)
-	}
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("report lacks %q:\n%s", w, msg)
-		}
-	}
+	memtest.CheckMisuse(t, m, "offheap", "Free", kind, test, freed)
 }
 
 // allocators are the package-level functions' allocator and a guarded

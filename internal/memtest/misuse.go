@@ -43,3 +43,35 @@ func MisuseOf(f func()) (m *checked.Misuse, other any) {
 	f()
 	return nil, nil
 }
+
+// CheckMisuse fails t unless m reports kind from op of allocator, with the
+// stacks that explain it: the allocation made by test, a function of the
+// package's external tests (if test is not ""), as the first frame of
+// "allocated at:", and with freed, the first free made by test as the first
+// frame of "first freed at:".
+func CheckMisuse(t testing.TB, m *checked.Misuse, allocator, op, kind, test string, freed bool) {
+	t.Helper()
+	if m == nil {
+		t.Fatalf("no *checked.Misuse panic; want %q", kind)
+	}
+	if m.Allocator != allocator || m.Op != op || m.Kind != kind {
+		t.Fatalf("misuse %s/%s/%s; want %s/%s/%s\n%v", m.Allocator, m.Op, m.Kind, allocator, op, kind, m)
+	}
+	msg := m.Error()
+	if !strings.HasPrefix(msg, "memkit/"+allocator+": "+op+": "+kind+" at 0x") {
+		t.Errorf("report starts %q", msg)
+	}
+	if test == "" {
+		return
+	}
+	fn := "github.com/memkit/memkit/" + allocator + "_test." + test
+	want := []string{"allocated at:\n\t" + fn}
+	if freed {
+		want = append(want, "first freed at:\n\t"+fn)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("report lacks %q:\n%s", w, msg)
+		}
+	}
+}
