@@ -343,8 +343,15 @@ func (r *Ring) Write(p []byte) error {
 			return err
 		}
 	}
+	r.store(pos, p, "Write")
+	return nil
+}
+
+// store copies p into the claimed slot pos and publishes it: the end of
+// Write and WriteContext (op names the caller in checked-build reports).
+func (r *Ring) store(pos uint64, p []byte, op string) {
 	if checked.Enabled {
-		r.chk.claimed(pos, "Write")
+		r.chk.claimed(pos, op)
 	}
 	copy(r.slotMem(pos), p)
 	if checked.Enabled {
@@ -354,7 +361,6 @@ func (r *Ring) Write(p []byte) error {
 	if r.alertFn != nil {
 		r.alert()
 	}
-	return nil
 }
 
 // WriteContext is [Ring.Write] that, under the [Block] policy, gives up
@@ -368,17 +374,7 @@ func (r *Ring) WriteContext(ctx context.Context, p []byte) error {
 	if err != nil {
 		return err
 	}
-	if checked.Enabled {
-		r.chk.claimed(pos, "WriteContext")
-	}
-	copy(r.slotMem(pos), p)
-	if checked.Enabled {
-		r.chk.committed(pos, len(p))
-	}
-	r.publish(pos, len(p))
-	if r.alertFn != nil {
-		r.alert()
-	}
+	r.store(pos, p, "WriteContext")
 	return nil
 }
 
