@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"expvar"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -12,7 +13,6 @@ import (
 var registry struct {
 	mu    sync.RWMutex
 	srcs  map[string]StatsSource
-	names []string // sorted
 	// vars holds the expvar variables this package created, by name. An
 	// expvar variable cannot be removed, so a name published again after
 	// Unpublish reuses its variable.
@@ -60,10 +60,6 @@ func Publish(name string, src StatsSource) {
 		registry.srcs = make(map[string]StatsSource)
 	}
 	registry.srcs[name] = src
-	i := sort.SearchStrings(registry.names, name)
-	registry.names = append(registry.names, "")
-	copy(registry.names[i+1:], registry.names[i:])
-	registry.names[i] = name
 }
 
 // Unpublish removes the allocator published under name and reports whether
@@ -76,8 +72,6 @@ func Unpublish(name string) bool {
 		return false
 	}
 	delete(registry.srcs, name)
-	i := sort.SearchStrings(registry.names, name)
-	registry.names = append(registry.names[:i], registry.names[i+1:]...)
 	return true
 }
 
@@ -92,10 +86,10 @@ func Lookup(name string) StatsSource {
 // once before the first call, so f may call Publish and Unpublish.
 func Do(f func(name string, src StatsSource)) {
 	registry.mu.RLock()
-	names := make([]string, len(registry.names))
-	srcs := make([]StatsSource, len(registry.names))
-	for i, n := range registry.names {
-		names[i], srcs[i] = n, registry.srcs[n]
+	names := slices.Sorted(maps.Keys(registry.srcs))
+	srcs := make([]StatsSource, len(names))
+	for i, n := range names {
+		srcs[i] = registry.srcs[n]
 	}
 	registry.mu.RUnlock()
 	for i := range names {
