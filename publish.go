@@ -11,8 +11,8 @@ import (
 
 // registry holds the published allocators by name.
 var registry struct {
-	mu    sync.RWMutex
-	srcs  map[string]StatsSource
+	mu   sync.RWMutex
+	srcs map[string]StatsSource
 	// vars holds the expvar variables this package created, by name. An
 	// expvar variable cannot be removed, so a name published again after
 	// Unpublish reuses its variable.
