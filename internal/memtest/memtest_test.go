@@ -86,6 +86,17 @@ func TestFlatSecondHalf(t *testing.T) {
 	if err := FlatSecondHalf([]uint64{10 * mib, 100 * mib, 100 * mib, 150 * mib, 200 * mib}); err == nil {
 		t.Fatal("growing run accepted")
 	}
+	// GC cycles make RSS swing: a trough at the half-way point with the
+	// usual peaks after it is flat (a fixed pool's soak looked like this).
+	swing := []uint64{24 * mib, 43 * mib, 25 * mib, 30 * mib, 24 * mib, 40 * mib, 24 * mib, 25 * mib}
+	if err := FlatSecondHalf(swing); err != nil {
+		t.Fatalf("swinging but flat run rejected: %v", err)
+	}
+	// A leak too slow to pass the first half's peak still shows as a trend.
+	slow := []uint64{100 * mib, 20 * mib, 20 * mib, 20 * mib, 40 * mib, 45 * mib, 70 * mib, 80 * mib}
+	if err := FlatSecondHalf(slow); err == nil || !strings.Contains(err.Error(), "median") {
+		t.Fatalf("slowly growing run: %v, want a median report", err)
+	}
 	if r, ok := RSS(); ok && r < mib {
 		t.Fatalf("RSS %d bytes", r)
 	}
