@@ -75,6 +75,7 @@ func (c *Cache) Get(n int) []byte {
 	ptr := l.bufs[k]
 	l.bufs = l.bufs[:k]
 	l.allocs++
+	clearIdle(ptr)
 	return unsafe.Slice((*byte)(ptr), l.size)[:n]
 }
 
@@ -113,7 +114,9 @@ func (c *Cache) Put(b []byte) {
 		c.putSlow(b)
 		return
 	}
-	l.bufs = append(l.bufs, unsafe.Pointer(unsafe.SliceData(b[:size])))
+	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
+	c.p.markIdle(ptr)
+	l.bufs = append(l.bufs, ptr)
 	l.frees++
 }
 
@@ -133,6 +136,9 @@ func (c *Cache) putSlow(b []byte) {
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	if p.region != nil && !p.release(ptr, cl, size) {
 		return
+	}
+	if p.marked {
+		p.markIdle(ptr)
 	}
 	l := &c.lists[cl]
 	if len(l.bufs) == cap(l.bufs) {

@@ -52,9 +52,15 @@
 //     start a buffer of the region, is dropped and counted in
 //     Stats.BadFrees; it is never filed into a class it does not fit.
 //   - A second Put of a Bounded pool's buffer panics: "memkit/bytepool:
-//     double free". An Elastic pool holds no per-buffer state, so it cannot
-//     tell; the buffer then lives twice in the pool, which is memory-safe for
-//     the GC but lets two users share it.
+//     double free". So does an Elastic pool's while the buffer is still
+//     idle: Put writes a mark derived from the buffer's address and a random
+//     secret into its first 8 bytes, and Get clears it (so those 8 bytes of
+//     a buffer just got are zero, not the previous user's). An Elastic pool
+//     holds no other per-buffer state, so a second Put after the buffer was
+//     handed out again, to a new user whose bytes replaced the mark, cannot
+//     be told from a first: the buffer then lives in the pool while in use,
+//     which is memory-safe for the GC but lets two users share it. The
+//     checked build catches that one too.
 //   - An Elastic pool cannot tell either a buffer it never handed out, or one
 //     re-sliced past its start, from its own when the capacity is a class's:
 //     it keeps it. That is memory-safe while the caller, having given the

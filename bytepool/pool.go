@@ -1,8 +1,10 @@
 package bytepool
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -54,6 +56,8 @@ type Pool struct {
 
 	zeroed bool
 	plain  bool // neither Bounded nor zeroing nor checked: Get has nothing to do but slice
+	marked bool // Elastic release build: idle buffers carry idleWord (see markIdle)
+	secret uint64
 	policy Policy
 	region *region // Bounded only
 
@@ -103,6 +107,8 @@ func New(opts ...Option) (*Pool, error) {
 		magCap:    make([]int, t.Len()),
 		zeroed:    cfg.zeroed,
 		plain:     !cfg.zeroed && cfg.policy == Elastic && !checked.Enabled,
+		marked:    cfg.policy == Elastic && !checked.Enabled,
+		secret:    rand.Uint64() | 1,
 		policy:    cfg.policy,
 	}
 	p.buildTable(t, cfg.perDoubling)
@@ -245,8 +251,35 @@ func (p *Pool) handOut(ptr unsafe.Pointer, c, n int) []byte {
 	if !p.plain {
 		return p.handOutChecked(ptr, c, n)
 	}
+	clearIdle(ptr)
 	return unsafe.Slice((*byte)(ptr), p.sizes[c])[:n]
 }
+
+// An Elastic pool keeps no state per buffer, but it owns the bytes of the
+// buffers it holds idle: Put writes a word derived from the buffer's address
+// and the pool's random secret into the first 8 bytes (every class has at
+// least 8), and handing the buffer out clears it. A Put that finds the word
+// already there is a second Put of a buffer still idle in the pool, and
+// panics as a double free: two O(1) word accesses on a cache line the
+// caller has just used. A second Put after the pool handed the buffer out
+// again finds the new user's bytes instead and cannot be told from a first:
+// only the checked build (or a Bounded pool's bitmap) catches that one. The
+// odds that a user's own bytes equal the word by chance are 2^-64.
+
+// markIdle marks the buffer at ptr idle, panicking if it already is.
+func (p *Pool) markIdle(ptr unsafe.Pointer) {
+	w := (*[8]byte)(ptr)
+	want := p.idleWord(ptr)
+	if binary.NativeEndian.Uint64(w[:]) == want {
+		panic(errDoubleFree)
+	}
+	binary.NativeEndian.PutUint64(w[:], want)
+}
+
+func (p *Pool) idleWord(ptr unsafe.Pointer) uint64 { return uint64(uintptr(ptr)) ^ p.secret }
+
+// clearIdle clears the idle mark of a buffer being handed out.
+func clearIdle(ptr unsafe.Pointer) { *(*[8]byte)(ptr) = [8]byte{} }
 
 // handOutChecked is handOut for a Bounded or zeroing pool, or any pool in
 // the checked build.
@@ -457,6 +490,9 @@ func (p *Pool) Put(b []byte) {
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	if p.region != nil && !p.release(ptr, c, size) {
 		return
+	}
+	if p.marked {
+		p.markIdle(ptr)
 	}
 	s := p.lockShard()
 	l := &s.lists[c]
