@@ -223,8 +223,9 @@ func (p *Pool) lockShardSlow(h uintptr) *shard {
 // (see [WithBudget]). Get panics with "memkit/bytepool: negative size" if
 // n < 0.
 //
-// The buffer holds what its previous user wrote unless the pool was built
-// [WithZeroing]. Hand it back with Put when done; a buffer never returned is
+// The buffer holds what its previous user wrote (but for its first 8 bytes,
+// which an Elastic pool uses to mark idle buffers and clears) unless the
+// pool was built [WithZeroing]. Hand it back with Put when done; a buffer never returned is
 // simply collected by the GC (Elastic) or stays out of the region (Bounded).
 func (p *Pool) Get(n int) []byte {
 	if uint(n) > uint(p.maxSize) {
