@@ -21,9 +21,13 @@ import (
 // is not usable: a Ring must be created with [New]. A Ring must not be
 // copied after first use.
 //
-// Write and Read cost one compare-and-swap on a shared position, two
-// atomic loads and the copy of the record, and never allocate; under
-// contention the compare-and-swap may be retried. When the ring is full,
+// Write and Read cost one compare-and-swap on a shared position, one
+// atomic store to the slot's sequence number, a few atomic loads and the
+// copy of the record, and never allocate; under contention the
+// compare-and-swap may be retried. On amd64 both the compare-and-swap and
+// the store are locked instructions: a Write+Read pair costs four, the
+// least a ring for many writers and many readers needs in Go, where an
+// atomic store is sequentially consistent. When the ring is full,
 // Write follows the ring's [Policy]: [Reject] (the default) returns
 // [ErrFull], [Overwrite] drops the oldest record and counts it, [Block]
 // waits for space. A record longer than a slot is refused with
@@ -168,6 +172,13 @@ func (r *Ring) slotPtr(p uint64) unsafe.Pointer {
 	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.mem)), uintptr(p&r.mask)*uintptr(r.slotSize))
 }
 
+// slotAt returns the bookkeeping of the slot of position p, without the
+// bounds check of r.slots[p&r.mask], which New makes needless: len(r.slots)
+// is r.mask+1.
+func (r *Ring) slotAt(p uint64) *slot {
+	return (*slot)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.slots)), uintptr(p&r.mask)*unsafe.Sizeof(slot{})))
+}
+
 // Why claimWrite found no slot.
 const (
 	claimed = iota
@@ -184,8 +195,7 @@ func (r *Ring) claimWrite() (uint64, int) {
 		if d >= r.capacity {
 			return 0, full
 		}
-		s := &r.slots[p&r.mask]
-		seq := s.seq.Load()
+		seq := r.slotAt(p).seq.Load()
 		switch {
 		case d < 0, seq != p && int64(seq-p) > 0:
 			// p is stale: another writer took it.
@@ -199,13 +209,29 @@ func (r *Ring) claimWrite() (uint64, int) {
 	}
 }
 
+// tryClaimWrite is one try of claimWrite, small enough to inline in the
+// fast paths: it claims the next position if its slot is free and the
+// ring is not full, and otherwise reports false, leaving the reasons and
+// the retries to reserve. A stale pos fails the compare-and-swap.
+func (r *Ring) tryClaimWrite() (uint64, bool) {
+	p := r.tail.Load()
+	return p, r.slotAt(p).seq.Load() == p && int64(p-r.head.Load()) < r.capacity && r.tail.CompareAndSwap(p, p+1)
+}
+
+// tryClaimRead is one try of claimRead, small enough to inline in the fast
+// paths: it claims the oldest record if it is written, and otherwise
+// reports false, leaving the retries to claimRead.
+func (r *Ring) tryClaimRead() (uint64, bool) {
+	p := r.head.Load()
+	return p, r.slotAt(p).seq.Load() == p+1 && r.head.CompareAndSwap(p, p+1)
+}
+
 // claimRead claims the oldest record, or reports that there is none ready
 // (the ring is empty, or its oldest record is still being written).
 func (r *Ring) claimRead() (uint64, bool) {
 	for {
 		p := r.head.Load()
-		s := &r.slots[p&r.mask]
-		seq := s.seq.Load()
+		seq := r.slotAt(p).seq.Load()
 		switch d := int64(seq - (p + 1)); {
 		case d < 0:
 			return 0, false
@@ -219,7 +245,7 @@ func (r *Ring) claimRead() (uint64, bool) {
 
 // publish makes the record of position p visible to readers.
 func (r *Ring) publish(p uint64, n int) {
-	s := &r.slots[p&r.mask]
+	s := r.slotAt(p)
 	s.n = uint32(n)
 	s.seq.Store(p + 1)
 	if r.readWaiters.Load() > 0 {
@@ -230,7 +256,7 @@ func (r *Ring) publish(p uint64, n int) {
 // free hands the slot of position p, just read, to the writer of the next
 // lap.
 func (r *Ring) free(p uint64) {
-	r.slots[p&r.mask].seq.Store(p + r.mask + 1)
+	r.slotAt(p).seq.Store(p + r.mask + 1)
 	if r.writeWaiters.Load() > 0 {
 		signal(r.notFull)
 	}
@@ -313,7 +339,7 @@ func (r *Ring) waitNotFull(ctx context.Context) error {
 func (r *Ring) waitNotEmpty(ctx context.Context) error {
 	r.readWaiters.Add(1)
 	defer r.readWaiters.Add(-1)
-	if h := r.head.Load(); r.slots[h&r.mask].seq.Load() == h+1 {
+	if h := r.head.Load(); r.slotAt(h).seq.Load() == h+1 {
 		return nil
 	}
 	select {
@@ -332,28 +358,32 @@ func (r *Ring) waitNotEmpty(ctx context.Context) error {
 // follows the ring's policy: [ErrFull] under [Reject]; under [Overwrite]
 // it drops the oldest record and succeeds; under [Block] it waits for a
 // reader to free a slot, without limit (see [Ring.WriteContext]).
-func (r *Ring) Write(p []byte) error {
+func (r *Ring) Write(p []byte) error { return r.write(context.Background(), p, "Write") }
+
+// WriteContext is [Ring.Write] that, under the [Block] policy, gives up
+// when ctx ends and returns its error (counted in Stats.Failures). Under
+// other policies ctx is not consulted.
+func (r *Ring) WriteContext(ctx context.Context, p []byte) error {
+	return r.write(ctx, p, "WriteContext")
+}
+
+// write is Write and WriteContext (op names the caller in checked-build
+// reports): claim a slot, copy p in, publish it.
+func (r *Ring) write(ctx context.Context, p []byte, op string) error {
 	if len(p) > r.slotSize {
 		return ErrTooLarge
 	}
-	pos, why := r.claimWrite()
-	if why != claimed {
+	pos, ok := r.tryClaimWrite()
+	if !ok {
 		var err error
-		if pos, err = r.reserve(context.Background()); err != nil {
+		if pos, err = r.reserve(ctx); err != nil {
 			return err
 		}
 	}
-	r.store(pos, p, "Write")
-	return nil
-}
-
-// store copies p into the claimed slot pos and publishes it: the end of
-// Write and WriteContext (op names the caller in checked-build reports).
-func (r *Ring) store(pos uint64, p []byte, op string) {
 	if checked.Enabled {
 		r.chk.claimed(pos, op)
 	}
-	copy(r.slotMem(pos), p)
+	copy(unsafe.Slice((*byte)(r.slotPtr(pos)), len(p)), p) // len(p) <= r.slotSize
 	if checked.Enabled {
 		r.chk.committed(pos, len(p))
 	}
@@ -361,20 +391,6 @@ func (r *Ring) store(pos uint64, p []byte, op string) {
 	if r.alertFn != nil {
 		r.alert()
 	}
-}
-
-// WriteContext is [Ring.Write] that, under the [Block] policy, gives up
-// when ctx ends and returns its error (counted in Stats.Failures). Under
-// other policies ctx is not consulted.
-func (r *Ring) WriteContext(ctx context.Context, p []byte) error {
-	if len(p) > r.slotSize {
-		return ErrTooLarge
-	}
-	pos, err := r.reserve(ctx)
-	if err != nil {
-		return err
-	}
-	r.store(pos, p, "WriteContext")
 	return nil
 }
 
@@ -387,14 +403,18 @@ func (r *Ring) Read(p []byte) (n int, ok bool) {
 	if len(p) < r.slotSize {
 		panic(msgShortRead)
 	}
-	pos, ok := r.claimRead()
+	pos, ok := r.tryClaimRead()
 	if !ok {
-		return 0, false
+		if pos, ok = r.claimRead(); !ok {
+			return 0, false
+		}
 	}
 	if checked.Enabled {
 		r.chk.taken(pos, "Read")
 	}
-	n = copy(p, r.slotMem(pos)[:r.slots[pos&r.mask].n])
+	// The record is at most a slot long, and p at least a slot.
+	n = int(r.slotAt(pos).n)
+	copy(unsafe.Slice((*byte)(unsafe.SliceData(p)), n), unsafe.Slice((*byte)(r.slotPtr(pos)), n))
 	if checked.Enabled {
 		r.chk.freed(pos)
 	}
@@ -438,9 +458,12 @@ func (s Slot) Bytes() []byte { return s.buf }
 // the ring's policy when full as [Ring.WriteContext] does. Hand it back
 // with [Ring.Commit] soon: readers wait behind an uncommitted slot.
 func (r *Ring) Reserve(ctx context.Context) (Slot, error) {
-	pos, err := r.reserve(ctx)
-	if err != nil {
-		return Slot{}, err
+	pos, ok := r.tryClaimWrite()
+	if !ok {
+		var err error
+		if pos, err = r.reserve(ctx); err != nil {
+			return Slot{}, err
+		}
 	}
 	if checked.Enabled {
 		r.chk.claimed(pos, "Reserve")
@@ -449,7 +472,7 @@ func (r *Ring) Reserve(ctx context.Context) (Slot, error) {
 	if r.alertFn != nil {
 		r.alert()
 	}
-	return Slot{buf: r.slotMem(pos), pos: pos}, nil
+	return Slot{buf: unsafe.Slice((*byte)(r.slotPtr(pos)), r.slotSize), pos: pos}, nil
 }
 
 // Commit publishes the first n bytes of a slot from [Ring.Reserve] as a
@@ -461,7 +484,7 @@ func (r *Ring) Commit(s Slot, n int) {
 	if n < 0 || n > r.slotSize {
 		panic(msgCommitRange)
 	}
-	if s.buf == nil || r.slots[s.pos&r.mask].seq.Load() != s.pos || int64(r.tail.Load()-s.pos) <= 0 ||
+	if s.buf == nil || r.slotAt(s.pos).seq.Load() != s.pos || int64(r.tail.Load()-s.pos) <= 0 ||
 		unsafe.Pointer(unsafe.SliceData(s.buf)) != r.slotPtr(s.pos) {
 		if checked.Enabled {
 			r.chk.badReturn("Commit", s)
@@ -481,11 +504,13 @@ func (r *Ring) Commit(s Slot, n int) {
 // it on the next lap gets [ErrFull] under [Reject] and waits under
 // [Overwrite] and [Block], so release it soon.
 func (r *Ring) Peek() (Slot, bool) {
-	pos, ok := r.claimRead()
+	pos, ok := r.tryClaimRead()
 	if !ok {
-		return Slot{}, false
+		if pos, ok = r.claimRead(); !ok {
+			return Slot{}, false
+		}
 	}
-	s := Slot{buf: r.slotMem(pos)[:r.slots[pos&r.mask].n], pos: pos}
+	s := Slot{buf: unsafe.Slice((*byte)(r.slotPtr(pos)), r.slotAt(pos).n), pos: pos}
 	if checked.Enabled {
 		r.chk.taken(pos, "Peek")
 		r.chk.lend(pos, "Peek", len(s.buf))
@@ -501,7 +526,7 @@ func (r *Ring) Peek() (Slot, bool) {
 // "memkit/ringbuf: Release of a slot not peeked" for a slot already
 // released or not from this ring's Peek.
 func (r *Ring) Release(s Slot) {
-	if s.buf == nil || r.slots[s.pos&r.mask].seq.Load() != s.pos+1 || int64(r.head.Load()-s.pos) <= 0 ||
+	if s.buf == nil || r.slotAt(s.pos).seq.Load() != s.pos+1 || int64(r.head.Load()-s.pos) <= 0 ||
 		unsafe.Pointer(unsafe.SliceData(s.buf)) != r.slotPtr(s.pos) {
 		if checked.Enabled {
 			r.chk.badReturn("Release", s)

@@ -26,15 +26,16 @@ import (
 // slab size; every chunk of a slab has the size of its class. [Arena.Alloc]
 // and [Arena.DecRef] cost a table load, a free-list pop or push and a few
 // stores each, never allocate once the arena holds a slab of the class, and
-// never touch the chunk's bytes. Finding the chunk of a buffer is O(1) when
+// never touch the chunk's bytes. Finding the chunk of a buffer (a shift for
+// a power-of-two class size, a multiplication otherwise) is O(1) when
 // it lies in the same slab as the previous one, O(log slabs) otherwise;
 // handles ([Loc]) are resolved in O(1).
 //
 // Memory comes in slabs of slabSize bytes from malloc (the Go heap when
 // malloc is nil; off-heap memory plugs in here). Slab memory holds only
 // the bytes callers write: the arena keeps its bookkeeping (16 bytes per
-// chunk, plus 20 per chunk of a slab once a chunk of it is chained with
-// [Arena.SetNext]) on the Go heap beside it, so slab memory is never
+// chunk and 256 per slab, plus 20 per chunk of a slab once a chunk of it
+// is chained with [Arena.SetNext]) on the Go heap beside it, so slab memory is never
 // scanned by the GC. Requests are rounded up to their class, so at most a
 // factor of growthFactor (plus 8 bytes of alignment) is lost per chunk.
 // Memory is not zeroed: a chunk holds what its previous user wrote (or
@@ -135,6 +136,7 @@ type slab struct {
 	slot       int32
 	gen0       uint32 // generation of a chunk never handed out
 	recip      uint64 // ^uint64(0)/size + 1: off/size is the high word of off*recip
+	shift      uint32 // log2(size) if size is a power of two, else 0
 	prev, next *slab  // links in the class's list of slabs with a free chunk
 	listed     bool
 	chunks     []chunk
@@ -238,6 +240,25 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 
 func roundUp8(n int) int { return (n + 7) &^ 7 }
 
+// pow2Shift returns log2(size) if size is a power of two, else 0 (size is
+// at least 8, so 0 is no power's log).
+func pow2Shift(size uint32) uint32 {
+	if size&(size-1) != 0 {
+		return 0
+	}
+	return uint32(bits.TrailingZeros32(size))
+}
+
+// chunkIndex returns off / s.size: a shift for a power-of-two class size,
+// a multiplication by the reciprocal otherwise, never a divide.
+func (s *slab) chunkIndex(off uint32) uint32 {
+	if s.shift != 0 {
+		return off >> (s.shift & 31)
+	}
+	hi, _ := bits.Mul64(uint64(off), s.recip)
+	return uint32(hi)
+}
+
 // classOf returns the class of a request of n bytes, 0 <= n <= slabSize.
 func (a *Arena) classOf(n int) int {
 	if n <= a.tabMax {
@@ -268,8 +289,48 @@ func (a *Arena) ClassSize(n int) int {
 // The buffer holds what the chunk's previous user wrote. It stays valid
 // until its reference count drops to zero.
 func (a *Arena) Alloc(n int) []byte {
+	// The hot path: a request the class table covers (which rules out a
+	// negative n), and a chunk freed before on the free list of the first
+	// slab of its class. Everything else goes through alloc.
+	if uint(n) <= uint(a.tabMax) && !checked.Enabled {
+		cl := a.classAt(a.tabAt(n))
+		if s := cl.head; s != nil && s.freeHead >= 0 {
+			i := s.freeHead
+			ch := s.chunkAt(i)
+			s.freeHead = ch.freeNext
+			ch.refs = 1
+			ch.size = uint32(n)
+			if s.used == 0 {
+				cl.idle--
+			}
+			s.used++
+			if s.used == cl.perSlab {
+				a.unlist(cl, s)
+			}
+			cl.allocs++
+			return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size))), uint(n))
+		}
+	}
 	b, _ := a.alloc(n)
 	return b
+}
+
+// tabAt returns the class of a request of n bytes, 0 <= n <= a.tabMax,
+// from the table, without a bounds check: NewArena makes a.tab
+// (a.tabMax+7)>>3+1 long.
+func (a *Arena) tabAt(n int) uintptr {
+	return uintptr(*(*uint16)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(a.tab)), uintptr(n+7)>>3*2)))
+}
+
+// classAt returns class c, which the table gave, without a bounds check.
+func (a *Arena) classAt(c uintptr) *class {
+	return (*class)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(a.classes)), c*unsafe.Sizeof(class{})))
+}
+
+// chunkAt returns the bookkeeping of chunk i of s, 0 <= i < len(s.chunks),
+// without a bounds check.
+func (s *slab) chunkAt(i int32) *chunk {
+	return (*chunk)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.chunks)), uintptr(i)*unsafe.Sizeof(chunk{})))
 }
 
 // TryAlloc is Alloc that reports why it failed: [ErrTooLarge] for a request
@@ -393,7 +454,8 @@ func (a *Arena) grow(c int) (*slab, error) {
 		freeHead: -1,
 		gen0:     a.slotGen[slot],
 		recip:    ^uint64(0)/uint64(cl.size) + 1,
-		chunks:   make([]chunk, cl.perSlab),
+		shift:    pow2Shift(cl.size),
+		chunks:   newChunks(int(cl.perSlab), mem),
 	}
 	a.slabs[slot] = s
 	i := sort.Search(len(a.index), func(i int) bool { return a.index[i].base > s.base })
@@ -408,6 +470,27 @@ func (a *Arena) grow(c int) (*slab, error) {
 		checked.Fill(mem[:a.slabSize], checked.PoisonByte)
 	}
 	return s, nil
+}
+
+// aliasPad is how many chunk headers newChunks may skip: 256 bytes.
+const aliasPad = 16
+
+// newChunks returns the bookkeeping of perSlab chunks of the slab mem. A
+// program writes to a chunk's bytes just before it hands the chunk back,
+// and DecRef then reads the chunk's header first. Slabs are usually
+// page-aligned, and so is a large array of headers: the header of chunk 0
+// would then sit at the same offset within a 4 KiB page as the chunk's
+// first bytes, and the CPU would take the header load for one that may
+// depend on the store to the chunk (4K aliasing), stalling it. newChunks
+// starts the headers aliasPad entries into the array when the header of
+// chunk 0 would lie within 256 bytes of that offset.
+func newChunks(perSlab int, mem []byte) []chunk {
+	c := make([]chunk, perSlab+aliasPad)
+	rel := (uintptr(unsafe.Pointer(unsafe.SliceData(c))) - uintptr(unsafe.Pointer(unsafe.SliceData(mem)))) % 4096
+	if rel < aliasPad*unsafe.Sizeof(chunk{}) || rel > 4096-aliasPad*unsafe.Sizeof(chunk{}) {
+		return c[aliasPad : aliasPad+perSlab : aliasPad+perSlab]
+	}
+	return c[:perSlab:perSlab]
 }
 
 // release gives an entirely free slab back.
@@ -506,8 +589,7 @@ func (a *Arena) locate(buf []byte) (*slab, int32) {
 		return nil, 0
 	}
 	off := uint32(p - s.base)
-	hi, _ := bits.Mul64(uint64(off), s.recip) // off / s.size, without a divide
-	i := uint32(hi)
+	i := s.chunkIndex(off)
 	if int(i) >= len(s.chunks) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
 		return nil, 0
 	}
@@ -564,8 +646,45 @@ func (a *Arena) addRef(ch *chunk, msg string) {
 // free, and with "memkit/slab: buffer not allocated by this arena" if buf
 // is not in a chunk of the arena; both are counted in Stats.BadFrees first.
 func (a *Arena) DecRef(buf []byte) bool {
-	// The hot path of locate, written out: the buffer is most often in the
-	// slab of the previous lookup.
+	// The hot path: the last reference to an unchained chunk of the slab
+	// of the previous lookup, buf inside it. Everything else, misuse
+	// included, goes through decRefBuf, which checks again from scratch.
+	s := a.last
+	if s == nil || checked.Enabled {
+		return a.decRefBuf(buf)
+	}
+	d := uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - s.base // wraps around for nil
+	if d >= uintptr(a.slabSize) {
+		return a.decRefBuf(buf)
+	}
+	i := s.chunkIndex(uint32(d))
+	if i >= uint32(len(s.chunks)) || uint64(uint32(d)-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
+		return a.decRefBuf(buf)
+	}
+	ch := s.chunkAt(int32(i))
+	if ch.refs != 1 || s.nexts != nil {
+		return a.decRefBuf(buf)
+	}
+	// putChunk, written out.
+	ch.refs = 0
+	ch.gen++
+	ch.freeNext = s.freeHead
+	s.freeHead = int32(i)
+	cl := s.cl
+	cl.frees++
+	s.used--
+	switch {
+	case s.used == 0 && cl.tail == s && cl.idle < a.idleSlabs:
+		cl.idle++ // empty, kept, and already last in its list
+	case s.used == 0 || s.used == cl.perSlab-1:
+		a.slabChanged(cl, s)
+	}
+	return true
+}
+
+// decRefBuf is DecRef for every case: it finds the chunk of buf, panics
+// if there is none, and drops a reference.
+func (a *Arena) decRefBuf(buf []byte) bool {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
 	s := a.last
 	if s == nil || p-s.base >= uintptr(a.slabSize) {
@@ -578,8 +697,7 @@ func (a *Arena) DecRef(buf []byte) bool {
 		}
 	}
 	off := uint32(p - s.base)
-	hi, _ := bits.Mul64(uint64(off), s.recip) // off / s.size, without a divide
-	i := uint32(hi)
+	i := s.chunkIndex(off)
 	if i >= uint32(len(s.chunks)) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
 		a.badFrees++
 		if checked.Enabled {
@@ -587,7 +705,7 @@ func (a *Arena) DecRef(buf []byte) bool {
 		}
 		panic(msgForeign)
 	}
-	ch := &s.chunks[i]
+	ch := s.chunkAt(int32(i)) // i < len(s.chunks): checked above
 	if ch.refs != 1 || s.nexts != nil || checked.Enabled {
 		return a.decRef(s, int32(i))
 	}

@@ -299,6 +299,83 @@ func TestArena_ForeignBufferPanics(t *testing.T) {
 	}
 }
 
+// DecRef finds the chunk of a buffer by a shift for a power-of-two class
+// size and by a multiplication otherwise; both must agree with the chunk
+// bounds, for re-slices that end at the last byte of a chunk, for slices
+// that run one byte into the next chunk, and for the slack past the last
+// chunk of a slab.
+func TestArena_FindsTheChunkInEveryClass(t *testing.T) {
+	const slabSize = 4096
+	a := mustArena(t, 24, slabSize, 1.5)
+	const want = "memkit/slab: buffer not allocated by this arena"
+	pow2, other := 0, 0
+	for n := 1; n <= slabSize; {
+		cs := a.ClassSize(n)
+		n = cs + 1
+		if cs&(cs-1) == 0 {
+			pow2++
+		} else {
+			other++
+		}
+		t.Run(fmt.Sprintf("class=%d", cs), func(t *testing.T) {
+			b1 := a.Alloc(cs) // chunk 0 of the class's first slab
+			base := addr(b1)
+			if perSlab := slabSize / cs; perSlab*cs < slabSize {
+				slack := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b1)), perSlab*cs)), 1)
+				if a.Owns(slack) {
+					t.Fatal("Owns the slack past the last chunk")
+				}
+				wantMisuse(t, want, "DecRef", checked.ForeignFree, func() { a.DecRef(slack) })
+			}
+			if slabSize/cs < 2 { // one chunk per slab
+				if !a.DecRef(b1[cs-1:]) || a.Owns(b1) {
+					t.Fatal("DecRef of the last byte did not free the chunk")
+				}
+				return
+			}
+			b2 := a.Alloc(cs)
+			if addr(b2) != base+uintptr(cs) {
+				t.Fatalf("second chunk at %#x, want %#x", addr(b2), base+uintptr(cs))
+			}
+			span := unsafe.Slice(unsafe.SliceData(b1), cs+1)
+			if a.Owns(span) {
+				t.Fatal("Owns a slice over two chunks")
+			}
+			wantMisuse(t, want, "DecRef", checked.ForeignFree, func() { a.DecRef(span) })
+			over := unsafe.Slice(unsafe.SliceData(b2[1:]), cs)
+			wantMisuse(t, want, "DecRef", checked.ForeignFree, func() { a.DecRef(over) })
+			if !a.DecRef(b1[cs-1:]) || a.Owns(b1) || !a.Owns(b2) {
+				t.Fatal("DecRef of the last byte of chunk 0 did not free chunk 0 alone")
+			}
+			if !a.DecRef(b2[cs/2:]) || a.Owns(b2) {
+				t.Fatal("DecRef inside chunk 1 did not free it")
+			}
+			wantMisuse(t, "memkit/slab: DecRef of a free chunk", "DecRef", checked.DoubleFree, func() { a.DecRef(b2) })
+		})
+	}
+	if pow2 == 0 || other == 0 {
+		t.Fatalf("classes: %d powers of two, %d others; want both", pow2, other)
+	}
+}
+
+// DecRef reads a chunk's header right after the program's last write to
+// the chunk. When both lie at the same offset in a 4 KiB page, the CPU
+// stalls the read as if it depended on the write (4K aliasing); slabs and
+// large header arrays are both page-aligned, so the arena shifts the
+// headers of a slab whose chunk 0 would alias its header.
+func TestArena_FirstChunkHeaderDoesNotAliasItsBytes(t *testing.T) {
+	for _, slabSize := range []int{4096, 64 << 10, 1 << 20} {
+		for _, n := range []int{64, 512, 4096} {
+			a := mustArena(t, 64, slabSize, 2)
+			b := a.Alloc(n) // chunk 0 of a fresh slab
+			if off := a.HeaderPageOffset(b); off < 256 || off > 4096-256 {
+				t.Errorf("slabSize=%d n=%d: header of chunk 0 at page offset %d from its bytes, want 256..3840", slabSize, n, off)
+			}
+			a.DecRef(b)
+		}
+	}
+}
+
 func TestArena_LocRoundTrip(t *testing.T) {
 	a := mustArena(t, 8, 1024, 2)
 	b := a.Alloc(100)

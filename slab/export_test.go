@@ -1,6 +1,10 @@
 package slab
 
-import "github.com/memkit/memkit/internal/checked"
+import (
+	"unsafe"
+
+	"github.com/memkit/memkit/internal/checked"
+)
 
 // Test-only access to internals.
 
@@ -45,4 +49,12 @@ func (sh *Shared) FlushQuarantine() {
 		s.a.FlushQuarantine()
 		s.unlock()
 	}
+}
+
+// HeaderPageOffset reports how far, modulo 4 KiB, the bookkeeping of the
+// chunk of buf lies from the chunk's first byte.
+func (a *Arena) HeaderPageOffset(buf []byte) uintptr {
+	s, i := a.find(buf)
+	hdr := uintptr(unsafe.Pointer(s.chunkAt(i)))
+	return (hdr - uintptr(unsafe.Pointer(unsafe.SliceData(buf)))) % 4096
 }
