@@ -39,9 +39,11 @@
 //
 // # Statistics
 //
-// Gauges (InUseBytes, ReservedBytes, LiveObjects) describe the present;
-// counters (Allocs, Frees, HeapFallbacks, Failures, Grows, Releases,
-// BadFrees) only grow. ReadStats does not allocate when its *Stats is
-// reused, and allocators keep their counters per shard or per cache, never
-// in one word every goroutine writes.
+// Gauges (InUseBytes, ReservedBytes, LiveObjects, and for the range
+// allocators extent and buddy FreeBytes and LargestFree, whose ratio
+// [Stats.Fragmentation] derives) describe the present; counters (Allocs,
+// Frees, HeapFallbacks, Failures, Grows, Releases, BadFrees) only grow.
+// ReadStats does not allocate when its *Stats is reused, and allocators keep
+// their counters per shard or per cache, never in one word every goroutine
+// writes.
 package memkit

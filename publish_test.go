@@ -177,8 +177,24 @@ func TestHandler_HTMLRowPerClass(t *testing.T) {
 	}
 }
 
+// A range allocator's free memory gets a line of its own; a pool's, which
+// has none, does not.
+func TestHandler_HTMLFreeMemory(t *testing.T) {
+	ranges := &fakeSource{memkit.Stats{InUseBytes: 8192, ReservedBytes: 16384, FreeBytes: 8192, LargestFree: 2048}}
+	srv := debugServer(t, "memkit.test.ranges", ranges)
+	_, body := get(t, srv.URL+"/debug/memkit/?name=memkit.test.ranges")
+	if want := `<p class="free">free 8KiB, largest free piece 2KiB, fragmentation 0.75</p>`; !strings.Contains(body, want) {
+		t.Errorf("page lacks %s\n%s", want, body)
+	}
+	pool := debugServer(t, "memkit.test.pool", threeClasses())
+	if _, body := get(t, pool.URL+"/debug/memkit/?name=memkit.test.pool"); strings.Contains(body, `class="free"`) {
+		t.Errorf("a pool's page has a free-memory line\n%s", body)
+	}
+}
+
 func TestHandler_JSON(t *testing.T) {
 	src := threeClasses()
+	src.s.FreeBytes, src.s.LargestFree = 1000, 600 // reported like any field
 	srv := debugServer(t, "memkit.test.json", src)
 	code, body := get(t, srv.URL+"/debug/memkit/?format=json&name=memkit.test.json")
 	if code != 200 {

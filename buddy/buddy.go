@@ -382,7 +382,13 @@ func (a *Allocator) BlockSize(n int) int {
 // a row's Size is the block size, LiveObjects the blocks handed out,
 // IdleObjects the free blocks of that order, ReservedBytes both together.
 // The rows' ReservedBytes add up to the region; InUseBytes counts blocks at
-// their rounded size. Grows is 1 (the region), Releases 1 once closed. It
+// their rounded size, and FreeBytes is the rest of the region. LargestFree
+// is the block size of the largest order with a free block: free buddies
+// kept apart by lazy merging (see the package documentation) count as two
+// blocks until an Alloc that needs them merged merges them, so
+// [stats.Stats.Fragmentation] may overstate how scattered the free memory
+// is by up to those pairs. Grows is 1 (the region), Releases 1 once
+// closed, when FreeBytes and LargestFree are 0. It costs O(orders) and
 // does not allocate once s.Classes has room for every order.
 func (a *Allocator) ReadStats(s *stats.Stats) {
 	s.Reset()
@@ -399,6 +405,10 @@ func (a *Allocator) ReadStats(s *stats.Stats) {
 	s.Grows = 1
 	if !a.closed {
 		s.ReservedBytes = uint64(a.size)
+		s.FreeBytes = s.ReservedBytes - s.InUseBytes
+		if a.nonEmpty != 0 {
+			s.LargestFree = uint64(a.minBlock) << uint(bits.Len64(a.nonEmpty)-1)
+		}
 	} else {
 		s.Releases = 1
 	}

@@ -217,6 +217,12 @@ func TestAllocator_StatsPerOrder(t *testing.T) {
 	if s.InUseBytes != 128+1024 || s.LiveObjects != 2 || s.ReservedBytes != 4096 || s.Allocs != 2 || s.Grows != 1 {
 		t.Fatalf("stats %v", &s)
 	}
+	// 128 B at 0, 1 KiB at 1024: free are 128 B at 128, 256 B at 256,
+	// 512 B at 512 and 2 KiB at 2048.
+	if s.FreeBytes != 4096-128-1024 || s.LargestFree != 2048 || s.Fragmentation() != 1-2048.0/(4096-128-1024) {
+		t.Fatalf("free %d, largest free %d, fragmentation %v; want %d, 2048, %v",
+			s.FreeBytes, s.LargestFree, s.Fragmentation(), 4096-128-1024, 1-2048.0/(4096-128-1024))
+	}
 	if len(s.Classes) != 7 {
 		t.Fatalf("%d rows; want 7 (64 B to 4 KiB)", len(s.Classes))
 	}
@@ -232,9 +238,10 @@ func TestAllocator_StatsPerOrder(t *testing.T) {
 	}
 	a.Free(b)
 	a.Free(c)
+	a.Coalesce()
 	s = readStats(a)
-	if s.InUseBytes != 0 || s.LiveObjects != 0 || s.Frees != 2 {
-		t.Fatalf("after Free: %v", &s)
+	if s.InUseBytes != 0 || s.LiveObjects != 0 || s.Frees != 2 || s.FreeBytes != 4096 || s.LargestFree != 4096 {
+		t.Fatalf("after Free and Coalesce: %v", &s)
 	}
 }
 
@@ -269,7 +276,7 @@ func TestAllocator_Close(t *testing.T) {
 			t.Fatalf("Alloc after Close: %v; want ErrClosed", err)
 		}
 		checkBadFree(t, "memkit/buddy: foreign memory", checked.ForeignFree, func() { a.Free(b) })
-		if s := readStats(a); s.ReservedBytes != 0 || s.Releases != 1 {
+		if s := readStats(a); s.ReservedBytes != 0 || s.Releases != 1 || s.FreeBytes != 0 || s.LargestFree != 0 {
 			t.Fatalf("stats after Close: %v", &s)
 		}
 	})

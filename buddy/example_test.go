@@ -59,6 +59,7 @@ func ExampleAllocator_ReadStats() {
 	a.Free(b)
 	// Output:
 	// in use 256B  reserved 1KiB  live 1  allocs 1  frees 0  fallbacks 0  failures 0  grows 1  releases 0  bad frees 0
+	// free 768B  largest free 512B  fragmentation 0.33
 	//      class       in use     reserved    live    idle      allocs       frees   grows  releases
 	//       256B         256B         512B       1       1           1           0       0         0
 	//       512B           0B         512B       0       1           0           0       0         0

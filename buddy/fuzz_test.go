@@ -114,6 +114,17 @@ func FuzzAllocator(f *testing.F) {
 			t.Fatalf("stats %v\nmodel: allocs %d frees %d failures %d bad %d live %d in use %d",
 				&s, allocs, frees, failures, bad, len(m.Live), inUse)
 		}
+		if s.FreeBytes != uint64(size-inUse) || s.LargestFree > uint64(largestFree(m, a)) ||
+			s.FreeBytes > 0 && (s.LargestFree < uint64(minBlock) || s.LargestFree&(s.LargestFree-1) != 0) {
+			t.Fatalf("stats %v\nmodel: free %d, largest aligned free block %d", &s, size-inUse, largestFree(m, a))
+		}
+		// Once every free pair is merged, the largest free block is the
+		// largest aligned block the model has free.
+		a.Coalesce()
+		a.ReadStats(&s)
+		if s.LargestFree != uint64(largestFree(m, a)) || s.FreeBytes != uint64(size-inUse) {
+			t.Fatalf("after Coalesce: stats %v\nmodel: free %d, largest aligned free block %d", &s, size-inUse, largestFree(m, a))
+		}
 		if err := memtest.CheckDisjoint(m); err != nil {
 			t.Fatal(err)
 		}
@@ -158,6 +169,17 @@ func fits(m *memtest.Model, a *buddy.Allocator, n int) bool {
 		}
 	}
 	return false
+}
+
+// largestFree returns the size of the largest block, aligned to its size
+// in the region, that overlaps no live block, or 0.
+func largestFree(m *memtest.Model, a *buddy.Allocator) int {
+	for bs := a.Size(); bs >= a.MinBlock(); bs /= 2 {
+		if fits(m, a, bs) {
+			return bs
+		}
+	}
+	return 0
 }
 
 // regionBase finds the region's start: Alloc of the whole region is not

@@ -69,17 +69,40 @@ func TestCollector_EveryAllocator(t *testing.T) {
 		t.Fatalf("pedantic gather: %v", err)
 	}
 	allocs := map[string]float64{}
+	free := map[string]float64{}    // memkit_free_bytes
+	largest := map[string]float64{} // memkit_largest_free_bytes
 	for _, mf := range mfs {
-		if mf.GetName() != "memkit_allocs_total" {
+		var into map[string]float64
+		switch mf.GetName() {
+		case "memkit_allocs_total":
+			into = allocs
+		case "memkit_free_bytes":
+			into = free
+		case "memkit_largest_free_bytes":
+			into = largest
+		default:
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "allocator" {
-					allocs[l.GetValue()] = m.GetCounter().GetValue()
+					into[l.GetValue()] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
 				}
 			}
 		}
+	}
+	// The range allocators report their free memory: extent's 1 MiB block
+	// less the 100 bytes (and guard bytes) allocated, in one range; buddy's
+	// 1 MiB region less a 128-byte block, whose largest free block is the
+	// upper half.
+	if f := free["extent"]; f < 1<<20-200 || f > 1<<20-100 || largest["extent"] != f {
+		t.Errorf("extent: memkit_free_bytes %v, memkit_largest_free_bytes %v; want about 1MiB-100, equal", f, largest["extent"])
+	}
+	if free["buddy"] != 1<<20-128 || largest["buddy"] != 1<<19 {
+		t.Errorf("buddy: memkit_free_bytes %v, memkit_largest_free_bytes %v; want %d and %d", free["buddy"], largest["buddy"], 1<<20-128, 1<<19)
+	}
+	if free["bytepool"] != 0 || largest["bytepool"] != 0 {
+		t.Errorf("bytepool: memkit_free_bytes %v, memkit_largest_free_bytes %v; want 0 for a pool", free["bytepool"], largest["bytepool"])
 	}
 	for name := range sources {
 		if allocs[name] < 1 {

@@ -13,7 +13,7 @@ import (
 )
 
 // BenchmarkCollect64Classes measures one scrape of a collector for an
-// allocator with 64 size classes (10 + 8×64 = 522 series):
+// allocator with 64 size classes (12 + 8×64 = 524 series):
 //
 //   - op=collect: Collect alone, the collector's own cost plus
 //     client_golang's metric construction (src.ReadStats is a copy);
@@ -24,7 +24,7 @@ import (
 //     whose ReadStats takes each shard lock in turn, never all at once.
 func BenchmarkCollect64Classes(b *testing.B) {
 	const classes = 64
-	const series = 10 + 8*classes
+	const series = 12 + 8*classes
 	fake := memkitprom.NewCollector("fake", newFakeSource(classes))
 
 	b.Run("op=collect", func(b *testing.B) {
@@ -69,7 +69,7 @@ func BenchmarkCollect64Classes(b *testing.B) {
 		for _, c := range st.Classes {
 			pool.Put(pool.Get(int(c.Size)))
 		}
-		benchCollect(b, memkitprom.NewCollector("pool", pool), 10+8*len(st.Classes))
+		benchCollect(b, memkitprom.NewCollector("pool", pool), 12+8*len(st.Classes))
 		b.ReportMetric(float64(len(st.Classes)), "classes")
 	})
 }

@@ -41,6 +41,7 @@ func (f *fakeSource) ReadStats(s *memkit.Stats) {
 func newFakeSource(n int) *fakeSource {
 	f := &fakeSource{st: memkit.Stats{
 		InUseBytes: 4096, ReservedBytes: 8192, LiveObjects: 3,
+		FreeBytes: 4096, LargestFree: 1024,
 		Allocs: 10, Frees: 7, HeapFallbacks: 2, Failures: 1,
 		Grows: 4, Releases: 5, BadFrees: 6,
 	}}
@@ -294,7 +295,7 @@ func TestCollector_CollectAllocatesOnce(t *testing.T) {
 	for _, classes := range []int{0, 1, 64} {
 		t.Run(fmt.Sprintf("classes=%d", classes), func(t *testing.T) {
 			c := memkitprom.NewCollector("fake", newFakeSource(classes))
-			ch := make(chan prometheus.Metric, 10+8*classes)
+			ch := make(chan prometheus.Metric, 12+8*classes)
 			collect := func() {
 				c.Collect(ch)
 				for len(ch) > 0 {
@@ -355,14 +356,14 @@ func TestCollector_ConcurrentCollect(t *testing.T) {
 func TestCollector_KeptMetricsStayValid(t *testing.T) {
 	src := newFakeSource(1)
 	c := memkitprom.NewCollector("fake", src)
-	first := make(chan prometheus.Metric, 18)
+	first := make(chan prometheus.Metric, 20)
 	c.Collect(first)
 	close(first)
 	src.mu.Lock()
 	src.st.Allocs = 1000
 	src.st.Classes[0].Allocs = 1000
 	src.mu.Unlock()
-	second := make(chan prometheus.Metric, 18)
+	second := make(chan prometheus.Metric, 20)
 	c.Collect(second)
 
 	var out dto.Metric
@@ -377,7 +378,7 @@ func TestCollector_KeptMetricsStayValid(t *testing.T) {
 		}
 		n++
 	}
-	if n != 18 {
-		t.Errorf("first Collect sent %d metrics, want 18", n)
+	if n != 20 {
+		t.Errorf("first Collect sent %d metrics, want 20", n)
 	}
 }

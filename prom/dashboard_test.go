@@ -151,8 +151,8 @@ func TestDashboard_QueriesOnlyEmittedMetrics(t *testing.T) {
 	d := loadDashboard(t)
 	memkitNames := describedNames(t, memkitprom.NewCollector("x", newFakeSource(1)))
 	goNames := describedNames(t, collectors.NewGoCollector())
-	if len(memkitNames) != 18 {
-		t.Errorf("the collector describes %d metrics, want 18", len(memkitNames))
+	if len(memkitNames) != 20 {
+		t.Errorf("the collector describes %d metrics, want 20", len(memkitNames))
 	}
 
 	used := map[string]bool{}

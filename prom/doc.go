@@ -23,6 +23,8 @@
 //	memkit_in_use_bytes             gauge    bytes in objects handed out and not yet returned
 //	memkit_reserved_bytes           gauge    bytes held: in use plus idle memory kept for reuse
 //	memkit_live_objects             gauge    objects handed out and not yet returned
+//	memkit_free_bytes               gauge    range allocators: reserved bytes free to carve from
+//	memkit_largest_free_bytes       gauge    range allocators: the largest free piece
 //	memkit_allocs_total             counter  successful allocations, heap fallbacks included
 //	memkit_frees_total              counter  objects returned and accepted
 //	memkit_heap_fallbacks_total     counter  allocations served by the Go heap instead
@@ -43,7 +45,11 @@
 //	memkit_class_grows_total        counter
 //	memkit_class_releases_total     counter
 //
-// An allocator with 64 classes thus exports 10 + 8×64 = 522 series;
+// The two free-memory gauges are zero for pools; for extent and buddy,
+// 1 - memkit_largest_free_bytes / memkit_free_bytes is the fragmentation
+// of the free memory ([memkit.Stats.Fragmentation]).
+//
+// An allocator with 64 classes thus exports 12 + 8×64 = 524 series;
 // [WithoutClasses] drops the per-class ones.
 //
 // # Cost of a scrape
@@ -57,7 +63,7 @@
 // label pairs of each class are built once and cached, and the metrics of
 // one Collect share one block: a Collect allocates once, whatever the
 // number of classes. For an allocator with 64 classes a Collect takes
-// some 25–50 µs on a 2-core machine, a good part of it the 522 channel sends
+// some 25–50 µs on a 2-core machine, a good part of it the 524 channel sends
 // client_golang's Collector interface requires (BenchmarkCollect64Classes);
 // a registry's Gather and the text encoding then cost several times that.
 //

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/e2e"
 	"github.com/memkit/memkit/prom"
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,9 +36,22 @@ func TestE2E_PrometheusScrapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	exercise(t, pool)
+	// A range allocator with free memory in several ranges, for the
+	// dashboard's free-memory and fragmentation panels.
+	ranges, err := extent.NewShared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		b := ranges.Malloc(1000 * (i + 1))
+		if i%2 == 0 {
+			ranges.Free(b)
+		}
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		memkitprom.NewCollector("e2e", pool),
+		memkitprom.NewCollector("e2e_extent", ranges),
 		collectors.NewGoCollector(),
 	)
 	mux := http.NewServeMux()

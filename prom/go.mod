@@ -1,6 +1,6 @@
 module github.com/memkit/memkit/prom
 
-go 1.24
+go 1.24.0
 
 replace github.com/memkit/memkit => ../
 
@@ -19,6 +19,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	golang.org/x/sys v0.35.0 // indirect
+	golang.org/x/sys v0.41.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )

@@ -37,6 +37,16 @@ type Stats struct {
 	ReservedBytes uint64
 	// LiveObjects is the number of objects handed out and not yet returned.
 	LiveObjects uint64
+	// FreeBytes is the reserved memory not in use that a range allocator
+	// (extent, buddy) can carve allocations from: ReservedBytes less
+	// InUseBytes. Pools, whose idle memory is in objects of fixed classes,
+	// leave it zero.
+	FreeBytes uint64
+	// LargestFree is the largest single piece of free memory, the largest
+	// request a range allocator can serve without new memory: extent's
+	// longest free range, buddy's largest free block (the largest order with
+	// a free block). Zero for pools. See [Stats.Fragmentation].
+	LargestFree uint64
 
 	// Counters.
 
@@ -106,14 +116,29 @@ func (s *Stats) Reset() {
 	*s = Stats{Classes: classes}
 }
 
+// Fragmentation is 1 - LargestFree/FreeBytes: 0 when the free memory is
+// one piece (or there is none), near 1 when it is scattered in pieces much
+// smaller than their sum, so that a request for less than FreeBytes may
+// still need new memory.
+func (s *Stats) Fragmentation() float64 {
+	if s.FreeBytes == 0 {
+		return 0
+	}
+	return 1 - float64(s.LargestFree)/float64(s.FreeBytes)
+}
+
 // Add adds the gauges and counters of o to s and, for classes of equal size,
 // their class rows. It is meant for folding the stats of several allocators
-// (shards, tenants) into one. Class rows of o whose size s lacks are appended;
-// the result stays sorted by size if both inputs were.
+// (shards, tenants) into one. LargestFree is the larger of the two, since
+// one request is served by one allocator, so the fold's Fragmentation
+// describes the free memory of all of them. Class rows of o whose size s
+// lacks are appended; the result stays sorted by size if both inputs were.
 func (s *Stats) Add(o *Stats) {
 	s.InUseBytes += o.InUseBytes
 	s.ReservedBytes += o.ReservedBytes
 	s.LiveObjects += o.LiveObjects
+	s.FreeBytes += o.FreeBytes
+	s.LargestFree = max(s.LargestFree, o.LargestFree)
 	s.Allocs += o.Allocs
 	s.Frees += o.Frees
 	s.HeapFallbacks += o.HeapFallbacks
@@ -153,11 +178,20 @@ func (c *ClassStats) add(o *ClassStats) {
 //	in use 4KiB  reserved 8KiB  live 1  allocs 3  frees 2  fallbacks 0  failures 0  grows 2  releases 0  bad frees 0
 //	     class       in use     reserved    live    idle      allocs       frees   grows  releases
 //	      4KiB         4KiB         8KiB       1       1           3           2       2         0
+//
+// When FreeBytes is not zero (a range allocator with free memory), a line
+// about the free memory follows the summary:
+//
+//	free 1MiB  largest free 512KiB  fragmentation 0.50
 func (s *Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "in use %s  reserved %s  live %d  allocs %d  frees %d  fallbacks %d  failures %d  grows %d  releases %d  bad frees %d\n",
 		FormatBytes(s.InUseBytes), FormatBytes(s.ReservedBytes), s.LiveObjects,
 		s.Allocs, s.Frees, s.HeapFallbacks, s.Failures, s.Grows, s.Releases, s.BadFrees)
+	if s.FreeBytes > 0 {
+		fmt.Fprintf(&b, "free %s  largest free %s  fragmentation %.2f\n",
+			FormatBytes(s.FreeBytes), FormatBytes(s.LargestFree), s.Fragmentation())
+	}
 	if len(s.Classes) == 0 {
 		return b.String()
 	}
