@@ -39,6 +39,42 @@
 // maxima on its path, which stop at the first that does not change. Nodes
 // sit in one slice linked by int32 index, so the GC has nothing to scan.
 //
+// # The front cache
+//
+// The last ranges freed (up to 8) wait outside the index, unmerged, in a
+// small front cache, until a Malloc of exactly the size of one takes it back
+// with no descent of the treap: a loop that frees and makes allocations of
+// a few sizes (a frame, a packet, gomem's 8 KiB benchmark) costs about what
+// a sync.Pool Get and Put do. This is the deferred coalescing of the
+// allocators of Doug Lea and of tcmalloc's and glibc's per-thread caches,
+// kept small and exact:
+//
+//   - Free checks the freed range against the cached ranges (a scan of at
+//     most 8) as well as against the index, so a double or overlapping free
+//     is caught the same whether the bytes are free in the index or in the
+//     cache.
+//   - Cached ranges are free memory in the stats; ReadStats merges them into
+//     the index first, so that LargestFree sees them merged with their
+//     neighbours.
+//   - A cached range is taken back only where first fit would go no lower:
+//     when it lies below every range of the index (a lower bound of their
+//     starts, kept as ranges are inserted or moved down, answers that in
+//     the common case without a descent), or else below the index's first
+//     fit. A Malloc that takes none of the cached ranges merges them all into
+//     the index before its first-fit search. So the cache changes no
+//     placement, and with it no fragmentation: it never makes the allocator
+//     grow, nor first fit skip a range that a merge would have made. Trim
+//     merges it before looking for free blocks.
+//   - When a workload's sizes do not repeat, few cached ranges are taken
+//     back (the allocator keeps a score: +8 per range a Malloc took back, -1
+//     per range cached). While the score is negative, Free merges the range
+//     it frees straight into the index, as without the cache, but for one
+//     Free in 16, which caches its range to probe whether that has changed.
+//     The cost there is a scan of the cache per Malloc and per Free.
+//
+// Heap fallback blocks bypass the cache, so that a fallback is dropped as
+// soon as it is all free, and so does the checked build.
+//
 // # Blocks, growth, limits and Trim
 //
 // Blocks are reserved on demand ([WithBlockSize], [WithGrowth]) from the Go

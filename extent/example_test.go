@@ -3,6 +3,7 @@ package extent_test
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
@@ -21,12 +22,13 @@ func Example() {
 	fmt.Println(string(part3[:11])) // ...the rest stays allocated
 	a.Free(part3)
 
-	var fs extent.FreeStats
-	a.ReadFreeStats(&fs)
-	fmt.Println(fs.FreeRanges, fs.FreeBytes) // coalesced into one range
+	var s memkit.Stats
+	a.ReadStats(&s)
+	// Coalesced into one range: the largest free range is all free memory.
+	fmt.Println(s.FreeBytes, s.LargestFree, s.Fragmentation())
 	// Output:
 	// part 3 data
-	// 1 1048576
+	// 1048576 1048576 0
 }
 
 func ExampleNew() {
@@ -129,6 +131,33 @@ func ExampleNewShared() {
 	s.ReadStats(&st)
 	fmt.Println("allocs", st.Allocs, "frees", st.Frees, "in use", st.InUseBytes)
 	// Output: allocs 1 frees 1 in use 0
+}
+
+// Goroutines building one frame borrow scratch memory from a Shared
+// allocator; once the frame is done, one Recycle ends every Borrow.
+func ExampleShared_Borrow() {
+	s, _ := extent.NewShared()
+	parts := make([][]byte, 4)
+	var wg sync.WaitGroup
+	for i := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := s.Borrow(16) // scratch: no Free, valid until Recycle
+			n := copy(b, fmt.Sprintf("part %d", i))
+			parts[i] = b[:n]
+		}()
+	}
+	wg.Wait()
+	for _, p := range parts {
+		fmt.Println(string(p))
+	}
+	s.Recycle() // every borrower is done: parts must not be used after this
+	// Output:
+	// part 0
+	// part 1
+	// part 2
+	// part 3
 }
 
 func ExampleRecyclable() {

@@ -14,6 +14,16 @@ func (a *Allocator) BorrowChunks() [][]byte {
 	return out
 }
 
+// FreeRanges merges the front cache into the index and reports the number
+// of free ranges.
+func (a *Allocator) FreeRanges() int {
+	a.flushRecent()
+	return a.t.count
+}
+
+// FlushRecent merges the front cache into the index.
+func (a *Allocator) FlushRecent() { a.flushRecent() }
+
 // Blocks reports the number of blocks held.
 func (a *Allocator) Blocks() int { return len(a.sorted) }
 
@@ -84,3 +94,16 @@ func (a *Allocator) GuardBytes() int {
 	}
 	return len(a.dbg.guarded) * guardTail
 }
+
+// BlockBounds returns the [start, end) addresses of every block, by
+// address.
+func (a *Allocator) BlockBounds() [][2]uintptr {
+	out := make([][2]uintptr, 0, len(a.sorted))
+	for _, id := range a.sorted {
+		out = append(out, [2]uintptr{a.slots[id].base, a.slots[id].end()})
+	}
+	return out
+}
+
+// RecentLen reports the number of ranges in the front cache.
+func (a *Allocator) RecentLen() int { return a.nRecent }

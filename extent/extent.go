@@ -22,6 +22,9 @@ import (
 // [Allocator.Malloc] and [Allocator.Free] cost O(log n) for n free ranges
 // (a descent of the free-range treap; a few nanoseconds when few ranges are
 // free) and do not allocate once the index has held as many ranges before;
+// a Malloc of the size of one of the last 8 ranges freed takes it back
+// without a descent where first fit would go no lower (see the package
+// documentation, "The front cache").
 // [Allocator.Borrow] is a bounds check and an add. Requests are served at
 // their exact size, with no rounding and no alignment (round n up yourself
 // where alignment matters). Bookkeeping is 48 bytes per free range (on
@@ -41,6 +44,14 @@ type Allocator struct {
 	hintLo   uintptr // its bounds, so that a hit loads nothing else
 	hintHi   uintptr
 
+	// The front cache: ranges freed recently, about oldest first, kept out of
+	// the index so that a Malloc of the same size takes one back without
+	// a descent, and merged into the index when evicted or flushed.
+	recent  [recentCap]span
+	nRecent int
+	gain    int32  // +8 per Malloc the cache served, -1 per range cached
+	probe   uint32 // Frees that bypassed the cache, for the 1 in 16 that do not
+
 	cfg      config
 	lastGrow int // size of the last block grown
 
@@ -59,6 +70,19 @@ type Allocator struct {
 
 	alert *budget.Budget // WithBudgetAlert: charged per block, no limit
 	dbg   *debugState    // checked build only
+}
+
+// recentCap bounds the front cache: few enough that scanning it costs a
+// few nanoseconds, enough for the allocations a loop frees and makes again.
+const recentCap = 8
+
+// span is a free range of a block in the front cache. ptr is its start as
+// a pointer, from the slice Free was given, so that Malloc makes the slice
+// back without looking up the block.
+type span struct {
+	ptr        unsafe.Pointer
+	start, end uintptr
+	blk        int32
 }
 
 // block is one piece of memory the allocator carves ranges from.
@@ -104,9 +128,13 @@ func New(opts ...Option) (*Allocator, error) {
 // it reallocates rather than write into a neighbour. Malloc(0) returns an
 // empty slice. It panics with "memkit/extent: negative size" if n < 0.
 //
-// It takes the lowest-addressed free range that fits; if none does, it
-// reserves a new block, or past MaxTotal serves n bytes from the Go heap
-// (counted in Stats.HeapFallbacks). The memory is not zeroed.
+// It takes the lowest-addressed free range of the index that fits (first
+// fit), unless a range of exactly n bytes among the last ones freed (the
+// front cache, see Free) lies lower, which it takes back without a descent;
+// before a first-fit search it merges the front cache into the index. If no
+// free range fits, it reserves a new block, or past MaxTotal serves n bytes
+// from the Go heap (counted in Stats.HeapFallbacks). The memory is not
+// zeroed.
 func (a *Allocator) Malloc(n int) []byte {
 	if checked.Enabled {
 		b, _ := a.mallocChecked("Malloc", n, true)
@@ -115,6 +143,16 @@ func (a *Allocator) Malloc(n int) []byte {
 	if n <= 0 {
 		return a.mallocEmpty(n)
 	}
+	if i := a.nRecent - 1; i >= 0 {
+		// The common case first: the last range freed, below the index.
+		if r := &a.recent[i]; r.end-r.start == uintptr(n) && r.start < a.t.low {
+			return a.takeRecent(i, n)
+		}
+		if i = a.recentFit(n); i >= 0 {
+			return a.takeRecent(i, n)
+		}
+		a.flushRecent()
+	}
 	x := a.t.fit(uintptr(n))
 	if x == 0 {
 		b, _ := a.mallocSlow(n, true)
@@ -122,6 +160,65 @@ func (a *Allocator) Malloc(n int) []byte {
 	}
 	a.allocs++
 	return a.take(x, n)
+}
+
+// recentFit returns the front-cache entry of exactly n bytes to take back,
+// or -1. An entry is taken only where first fit would go no lower, so that
+// the cache changes no placement: when it lies below every range of the
+// index (t.low, a lower bound of their starts, answers that without a
+// descent in the common case), or below the index's first fit for n.
+func (a *Allocator) recentFit(n int) int {
+	for i := a.nRecent - 1; i >= 0; i-- {
+		if r := &a.recent[i]; r.end-r.start == uintptr(n) {
+			if r.start < a.t.low {
+				return i
+			}
+			return a.recentFitSlow(i, n)
+		}
+	}
+	return -1
+}
+
+// recentFitSlow is recentFit for entry i when t.low does not settle it: it
+// makes t.low exact, then compares with the index's first fit.
+func (a *Allocator) recentFitSlow(i, n int) int {
+	t := &a.t
+	t.low = t.lowest()
+	start := a.recent[i].start
+	if start < t.low {
+		return i
+	}
+	if x := t.fit(uintptr(n)); x == 0 || start < t.nodes[x].start {
+		return i
+	}
+	return -1
+}
+
+// takeRecent hands out the range of n bytes in front-cache entry i.
+func (a *Allocator) takeRecent(i, n int) []byte {
+	last := a.nRecent - 1
+	ptr := a.recent[i].ptr
+	a.recent[i] = a.recent[last]
+	a.recent[last].ptr = nil
+	a.nRecent = last
+	a.gain = min(a.gain+8, 64)
+	a.free -= uint64(n)
+	if u := a.reserved - a.free; u > a.peak {
+		a.peak = u
+	}
+	a.allocs++
+	return unsafe.Slice((*byte)(ptr), n)
+}
+
+// flushRecent merges every range of the front cache into the index.
+func (a *Allocator) flushRecent() {
+	for i := range a.nRecent {
+		r := a.recent[i]
+		a.free -= uint64(r.end - r.start) // freeRange counts it again
+		a.freeRange(r.start, r.end, r.blk)
+		a.recent[i].ptr = nil
+	}
+	a.nRecent = 0
 }
 
 func (a *Allocator) mallocEmpty(n int) []byte {
@@ -140,6 +237,16 @@ func (a *Allocator) TryMalloc(n int) ([]byte, error) {
 	}
 	if n <= 0 {
 		return a.mallocEmpty(n), nil
+	}
+	if i := a.nRecent - 1; i >= 0 {
+		// The common case first: the last range freed, below the index.
+		if r := &a.recent[i]; r.end-r.start == uintptr(n) && r.start < a.t.low {
+			return a.takeRecent(i, n), nil
+		}
+		if i = a.recentFit(n); i >= 0 {
+			return a.takeRecent(i, n), nil
+		}
+		a.flushRecent()
 	}
 	x := a.t.fit(uintptr(n))
 	if x == 0 {
@@ -341,9 +448,15 @@ func (a *Allocator) blockOfSlow(p, e uintptr) int32 {
 //
 // Free panics with "memkit/extent: double free" if any byte of b is
 // already free, and with "memkit/extent: foreign memory" if b is not inside
-// one block of this allocator. Both are detected from the free-range index
-// alone, with no per-allocation state. The checked build (see the package
-// documentation) reports these and more with a *checked.Misuse.
+// one block of this allocator. Both are detected from the free ranges
+// alone, those of the index and the few of the front cache, with no
+// per-allocation state. The checked build (see the package documentation)
+// reports these and more with a *checked.Misuse.
+//
+// The freed range may wait in the front cache, where a Malloc of its exact
+// size takes it back, until it is merged with its neighbours in the index:
+// at the next Malloc of another size, when 8 later Frees have pushed it
+// out, or at Trim or ReadStats.
 func (a *Allocator) Free(b []byte) {
 	if len(b) == 0 {
 		return
@@ -359,7 +472,49 @@ func (a *Allocator) Free(b []byte) {
 		a.badFrees++
 		panic(errForeign)
 	}
-	a.freeRange(p, e, id)
+	if a.slots[id].fallback {
+		a.freeRange(p, e, id)
+		a.frees++
+		return
+	}
+	// Into the front cache, after the same double-free checks the index
+	// makes: against the cached ranges and against the index.
+	for i := range a.nRecent {
+		if r := &a.recent[i]; p < r.end && r.start < e {
+			a.badFrees++
+			panic(errDoubleFree)
+		}
+	}
+	if a.gain < 0 {
+		// Few cached ranges were taken back: sizes are not repeating.
+		// Merge this range into the index (with the index's double-free
+		// check), but for one Free in 16, which caches its range to see
+		// whether that has changed.
+		if a.probe++; a.probe%16 != 0 {
+			a.freeRange(p, e, id)
+			a.frees++
+			return
+		}
+	}
+	t := &a.t
+	pred, succ := t.around(p)
+	if pred != 0 && t.nodes[pred].end > p || succ != 0 && t.nodes[succ].start < e {
+		a.badFrees++
+		panic(errDoubleFree)
+	}
+	if a.nRecent == recentCap {
+		// Merge the oldest into the index.
+		r := a.recent[0]
+		copy(a.recent[:], a.recent[1:])
+		a.nRecent--
+		a.recent[a.nRecent].ptr = nil
+		a.free -= uint64(r.end - r.start)
+		a.freeRange(r.start, r.end, r.blk)
+	}
+	a.recent[a.nRecent] = span{unsafe.Pointer(unsafe.SliceData(b)), p, e, id}
+	a.nRecent++
+	a.gain--
+	a.free += uint64(e - p)
 	a.frees++
 }
 
@@ -389,6 +544,7 @@ func (a *Allocator) freeRange(p, e uintptr, id int32) {
 		t.grew(pred, e-t.nodes[pred].start)
 	case joinR:
 		t.nodes[succ].start = p
+		t.low = min(t.low, p)
 		t.grew(succ, t.nodes[succ].end-p)
 		x = succ
 	default:
@@ -482,6 +638,7 @@ func (a *Allocator) Recycle() {
 // will need again instead of releasing and re-reserving them each time.
 // Off-heap blocks are unmapped; heap blocks are left to the GC.
 func (a *Allocator) Trim() int {
+	a.flushRecent()
 	keep := a.peak
 	released := 0
 	for i := len(a.sorted) - 1; i >= 0; i-- {
@@ -520,54 +677,33 @@ func (a *Allocator) Close() {
 	a.t = newTree()
 	a.slots, a.freeSlot, a.sorted = nil, nil, nil
 	a.hint, a.hintLo, a.hintHi = -1, 1, 0
+	a.recent, a.nRecent, a.gain = [recentCap]span{}, 0, 0
 	a.bChunk, a.bOff, a.bOld = nil, 0, nil
 	a.reserved, a.heapRes, a.free, a.peak, a.lastGrow = 0, 0, 0, 0, 0
 }
 
-// FreeStats describes an allocator's free memory: how much there is and
-// how fragmented it is. It complements [stats.Stats], which has no fields
-// for free ranges.
-//
-// FreeStats is a plain value; it may be copied. A zero FreeStats is an
-// empty snapshot.
-type FreeStats struct {
-	// FreeBytes is the bytes in free ranges of the allocator's blocks.
-	FreeBytes uint64
-	// LargestFree is the longest free range: the largest Malloc served
-	// without reserving a block.
-	LargestFree uint64
-	// FreeRanges is the number of free ranges.
-	FreeRanges int
-	// Fragmentation is 1 - LargestFree/FreeBytes: 0 when the free memory
-	// is one range (or there is none), near 1 when it is scattered in small
-	// pieces.
-	Fragmentation float64
-}
-
-// ReadFreeStats fills *s. It costs O(1) and does not allocate.
-func (a *Allocator) ReadFreeStats(s *FreeStats) {
-	s.FreeBytes = a.free
-	s.LargestFree = uint64(a.t.nodes[a.t.root].max)
-	s.FreeRanges = a.t.count
-	s.Fragmentation = 0
-	if a.free > 0 {
-		s.Fragmentation = 1 - float64(s.LargestFree)/float64(a.free)
-	}
-}
-
 // ReadStats fills *s with a snapshot. ReservedBytes is the bytes of all
 // blocks (heap fallbacks included), InUseBytes those not in free ranges
-// (Borrow's chunks count as in use); their difference is
-// [FreeStats].FreeBytes. Allocs counts Malloc and TryMalloc calls that
+// (Borrow's chunks count as in use), and FreeBytes their difference, the
+// bytes in free ranges. LargestFree is the longest free range, the largest
+// Malloc served without reserving a block, so [stats.Stats.Fragmentation]
+// is near 0 when the free memory is in few long ranges and near 1 when it
+// is scattered in short ones. Allocs counts Malloc and TryMalloc calls that
 // returned memory and Frees counts Free and FreeRest calls, so LiveObjects,
 // Allocs-Frees floored at 0, is exact only when every allocation is freed
 // by one call; partial frees make it undercount. Grows and Releases count
-// blocks reserved and given back. There are no class rows. It does not
-// allocate.
+// blocks reserved and given back. There are no class rows. It costs O(1)
+// but for merging the front cache's ranges (at most 8) into the free-range
+// index first, work a later Free or Malloc would do otherwise (see Free),
+// and it does not allocate but as that merging may, like a Free: not once
+// the index has held as many ranges before.
 func (a *Allocator) ReadStats(s *stats.Stats) {
+	a.flushRecent() // so that LargestFree sees merged ranges
 	s.Reset()
 	s.ReservedBytes = a.reserved
 	s.InUseBytes = a.reserved - a.free
+	s.FreeBytes = a.free
+	s.LargestFree = uint64(a.t.nodes[a.t.root].max)
 	s.Allocs = a.allocs
 	s.Frees = a.frees
 	if a.allocs > a.frees {

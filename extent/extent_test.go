@@ -27,10 +27,23 @@ func readStats(a interface{ ReadStats(*memkit.Stats) }) memkit.Stats {
 	return s
 }
 
-func freeStats(a *extent.Allocator) extent.FreeStats {
-	var s extent.FreeStats
-	a.ReadFreeStats(&s)
-	return s
+// freeInfo is what the tests check of an allocator's free memory.
+type freeInfo struct {
+	FreeBytes, LargestFree uint64
+	FreeRanges             int
+	Fragmentation          float64
+}
+
+// freeStats reads the free-memory gauges of ReadStats and the number of
+// free ranges, and checks that FreeBytes is ReservedBytes less InUseBytes.
+// Ranges in the front cache are merged into the index first.
+func freeStats(a *extent.Allocator) freeInfo {
+	ranges := a.FreeRanges()
+	s := readStats(a)
+	if s.FreeBytes != s.ReservedBytes-s.InUseBytes {
+		panic("FreeBytes is not ReservedBytes - InUseBytes: " + s.String())
+	}
+	return freeInfo{s.FreeBytes, s.LargestFree, ranges, s.Fragmentation()}
 }
 
 func checkTree(t *testing.T, a *extent.Allocator) {
@@ -421,8 +434,7 @@ func TestAllocator_ZeroAllocs(t *testing.T) {
 		t.Fatalf("Recyclable NextN+Recycle: %v allocs", got)
 	}
 	var s memkit.Stats
-	var fs extent.FreeStats
-	if got := testing.AllocsPerRun(10, func() { a.ReadStats(&s); a.ReadFreeStats(&fs) }); got != 0 {
+	if got := testing.AllocsPerRun(10, func() { a.ReadStats(&s) }); got != 0 {
 		t.Fatalf("ReadStats: %v allocs", got)
 	}
 	sh, _ := extent.NewShared()
@@ -520,10 +532,8 @@ func TestConcurrentUse(t *testing.T) {
 		close(ch)
 		consumers.Wait()
 		st := readStats(s)
-		var fs extent.FreeStats
-		s.ReadFreeStats(&fs)
-		if st.InUseBytes != 0 || st.Allocs != 6000 || fs.FreeBytes != st.ReservedBytes {
-			t.Fatalf("stats %v, free %+v", &st, fs)
+		if st.InUseBytes != 0 || st.Allocs != 6000 || st.FreeBytes != st.ReservedBytes || st.LargestFree == 0 {
+			t.Fatalf("stats %v", &st)
 		}
 		if got := s.Trim() + s.Trim(); got == 0 {
 			t.Fatal("Trim of an idle Shared released nothing")
@@ -602,4 +612,161 @@ func TestShared_PanicsReleaseTheLock(t *testing.T) {
 	if st := readStats(s); st.BadFrees != 2 || st.InUseBytes != 0 {
 		t.Fatalf("stats %v", &st)
 	}
+}
+
+// Goroutines Borrow from one Shared at once, each writing its own pattern;
+// after they are done one Recycle ends every Borrow: run with -race. No two
+// Borrows overlap, each reads back, and Recycle gives back all but the
+// current chunk.
+func TestShared_BorrowRecycleConcurrent(t *testing.T) {
+	s, err := extent.NewShared(extent.WithBlockSize(1<<16), extent.WithBorrowChunk(4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		models := make([]*memtest.Model, 4)
+		var wg sync.WaitGroup
+		for g := range models {
+			m := memtest.NewModel(round*len(models) + g)
+			models[g] = m
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 300 {
+					if _, err := m.Add(s.Borrow(1 + (i*7+g)%900)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err := memtest.CheckDisjoint(models...); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for _, m := range models {
+			if err := m.VerifyAll(); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		s.Recycle()
+		// All that stays in use is the current chunk, with its guard bytes
+		// in the checked build.
+		if st := readStats(s); st.InUseBytes > 4096+uint64(extent.GuardTail) || st.Allocs != 0 || st.Frees != 0 {
+			t.Fatalf("round %d, after Recycle: %v", round, &st)
+		}
+	}
+	memtest.CheckPanic(t, "memkit/extent: negative size", func() { s.Borrow(-1) })
+	s.Recycle() // the lock was released by the panic
+}
+
+func TestShared_BorrowZeroAllocs(t *testing.T) {
+	releaseOnly(t)
+	s, _ := extent.NewShared()
+	s.Borrow(100)
+	s.Recycle()
+	if got := testing.AllocsPerRun(100, func() {
+		for range 100 {
+			s.Borrow(1000)
+		}
+		s.Recycle()
+	}); got != 0 {
+		t.Fatalf("Shared Borrow+Recycle: %v allocs", got)
+	}
+}
+
+// The last ranges freed wait in a front cache before they are merged into
+// the index. A Free touching a byte of one of them is a double free all
+// the same, from either side, spanning it, once it has been merged, and
+// when the cache is full; a caught Free changes nothing.
+func TestAllocator_DoubleFreeOfRecentFrees(t *testing.T) {
+	a := mustNew(t, extent.WithBlockSize(1<<16))
+	var bufs [][]byte
+	for range 40 {
+		bufs = append(bufs, a.Malloc(100))
+	}
+	g := extent.GuardTail
+	span := func(x, y []byte) []byte { // from x's first byte to y's last
+		return unsafe.Slice(unsafe.SliceData(x), addr(y)+uintptr(len(y))-addr(x))
+	}
+	a.Free(bufs[1])
+	a.Free(bufs[3][:50])
+	bad := uint64(0)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"same range", bufs[1]},
+		{"inside", bufs[1][10:20]},
+		{"from the left", span(bufs[0], bufs[1])[90:]},
+		{"to the right", span(bufs[1], bufs[2])[50 : 150+g]},
+		{"spanning", span(bufs[0], bufs[2])},
+		{"a partial free", bufs[3][49:51]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(tc.b) })
+			bad++
+		})
+	}
+	// Fill the cache and more: the first frees are merged into the index
+	// or freed there directly; every one is still caught.
+	for i := 4; i < 40; i += 2 {
+		a.Free(bufs[i])
+	}
+	for i := 4; i < 40; i += 2 {
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(bufs[i]) })
+		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(span(bufs[i-1], bufs[i])[90:]) })
+		bad += 2
+	}
+	if s := readStats(a); s.BadFrees != bad || s.Frees != 20 {
+		t.Fatalf("stats %v; want %d bad frees and 20 frees", &s, bad)
+	}
+	checkTree(t, a)
+}
+
+// A Malloc of the size of a recent Free takes that range back; one that
+// fits only once the recent frees are merged does not grow a block.
+func TestAllocator_RecentFreesReusedBeforeGrowing(t *testing.T) {
+	releaseOnly(t) // exact placement: no guard bytes
+	a := mustNew(t, extent.WithBlockSize(4096))
+	parts := make([][]byte, 8)
+	for i := range parts {
+		parts[i] = a.Malloc(512)
+	}
+	a.Free(parts[5])
+	if b := a.Malloc(512); addr(b) != addr(parts[5]) {
+		t.Fatalf("Malloc(512) after freeing a 512-byte range took %#x, not the range at %#x", addr(b), addr(parts[5]))
+	}
+	for _, p := range parts {
+		a.Free(p)
+	}
+	b := a.Malloc(4096) // fits only once the eight ranges are merged
+	if s := readStats(a); s.Grows != 1 || addr(b) != addr(parts[0]) {
+		t.Fatalf("stats %v, Malloc(4096) at %#x; want the first block, at %#x", &s, addr(b), addr(parts[0]))
+	}
+}
+
+// The front cache changes no placement: a cached range is taken back only
+// where first fit would go no lower.
+func TestAllocator_RecentFreesKeepFirstFit(t *testing.T) {
+	releaseOnly(t) // exact placement: no guard bytes
+	a := mustNew(t, extent.WithBlockSize(4096))
+	x, y, z, w := a.Malloc(512), a.Malloc(512), a.Malloc(512), a.Malloc(512)
+	a.Free(w)
+	if b := a.Malloc(512); addr(b) != addr(w) { // below every free range
+		t.Fatalf("Malloc(512) after freeing the range at %#x took %#x", addr(w), addr(b))
+	}
+	a.Free(x)
+	readStats(a) // merges x into the index
+	a.Free(z)
+	if n := a.RecentLen(); n != 1 {
+		t.Fatalf("%d ranges in the front cache; want z's", n)
+	}
+	if b := a.Malloc(512); addr(b) != addr(x) {
+		t.Fatalf("Malloc(512) took %#x; want first fit, x's range at %#x, not z's at %#x", addr(b), addr(x), addr(z))
+	}
+	if b := a.Malloc(512); addr(b) != addr(z) {
+		t.Fatalf("second Malloc(512) took %#x; want z's range at %#x", addr(b), addr(z))
+	}
+	_ = y
 }

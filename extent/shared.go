@@ -16,9 +16,10 @@ import (
 // copied. Each call costs the Allocator's plus one uncontended lock and
 // unlock (about 10-20 ns); under contention goroutines wait for each other,
 // so a goroutine with a hot loop is better served by an Allocator of its own.
-// It has no Borrow: scratch memory shared by goroutines has no owner to
-// Recycle it; use a [Recyclable] per batch instead. Memory, overhead and
-// zeroing are the Allocator's.
+// [Shared.Borrow] memory is shared by every goroutine until the next
+// [Shared.Recycle], whichever goroutine calls it: the goroutines must agree
+// on when that is (a [Recyclable] per batch frees a batch without such an
+// agreement). Memory, overhead and zeroing are the Allocator's.
 type Shared struct {
 	mu sync.Mutex
 	a  *Allocator
@@ -67,6 +68,26 @@ func (s *Shared) FreeRest(b []byte, keep int) []byte {
 	return s.a.FreeRest(b, keep)
 }
 
+// Borrow is [Allocator.Borrow] under the lock: n bytes of scratch memory,
+// valid until the next [Shared.Recycle] by any goroutine. Borrowed memory
+// must not be freed. It costs the bump of Allocator.Borrow plus the lock.
+func (s *Shared) Borrow(n int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.a.Borrow(n)
+}
+
+// Recycle is [Allocator.Recycle] under the lock: it ends every Borrow
+// since the previous Recycle, made on any goroutine. No goroutine may use
+// memory it borrowed before the Recycle once Recycle has started, so call
+// it when every borrower is done (at the end of a frame, after a
+// sync.WaitGroup's Wait). Allocations from Malloc are not affected.
+func (s *Shared) Recycle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.a.Recycle()
+}
+
 // Trim is [Allocator.Trim] under the lock.
 func (s *Shared) Trim() int {
 	s.mu.Lock()
@@ -86,11 +107,4 @@ func (s *Shared) ReadStats(st *stats.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.a.ReadStats(st)
-}
-
-// ReadFreeStats is [Allocator.ReadFreeStats] under the lock.
-func (s *Shared) ReadFreeStats(fs *FreeStats) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.a.ReadFreeStats(fs)
 }

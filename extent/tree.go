@@ -17,6 +17,9 @@ type tree struct {
 	freeNode int32 // head of the list of unused slots, linked by right
 	rnd      uint32
 	count    int // free ranges
+	// low is at most the start of every range: lowered by insert and by
+	// whoever moves a range's start down, made exact by lowest.
+	low uintptr
 }
 
 type node struct {
@@ -28,7 +31,7 @@ type node struct {
 }
 
 func newTree() tree {
-	return tree{nodes: make([]node, 1, 64), rnd: 0x9E3779B9}
+	return tree{nodes: make([]node, 1, 64), rnd: 0x9E3779B9, low: ^uintptr(0)}
 }
 
 // update recomputes x's max from its range and its children's.
@@ -107,6 +110,19 @@ func (t *tree) around(p uintptr) (pred, succ int32) {
 	return pred, succ
 }
 
+// lowest returns the start of the lowest-addressed range, or the largest
+// uintptr if there is none.
+func (t *tree) lowest() uintptr {
+	x := t.root
+	if x == 0 {
+		return ^uintptr(0)
+	}
+	for t.nodes[x].left != 0 {
+		x = t.nodes[x].left
+	}
+	return t.nodes[x].start
+}
+
 // find returns the range starting at p, or 0.
 func (t *tree) find(p uintptr) int32 {
 	for x := t.root; x != 0; {
@@ -179,6 +195,7 @@ func (t *tree) insert(start, end uintptr, blk int32) {
 	t.rnd ^= t.rnd << 5
 	t.nodes[x] = node{start: start, end: end, max: end - start, prio: t.rnd, blk: blk}
 	t.count++
+	t.low = min(t.low, start)
 	if t.root == 0 {
 		t.root = x
 		return
