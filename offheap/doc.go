@@ -69,8 +69,12 @@
 //
 // On Linux, macOS and the BSDs memory comes from an anonymous private mmap
 // and is zeroed by the kernel. [Release] returns pages to the OS with
-// madvise(MADV_DONTNEED) on Linux, where RSS drops at once and the pages
-// read as zero when next touched; elsewhere it only validates its argument.
+// madvise: MADV_DONTNEED on Linux, where RSS drops at once and the pages
+// read as zero when next touched; MADV_FREE on macOS and the BSDs, where
+// the kernel takes the pages when it needs memory (they read as zero once
+// taken, and may keep their old contents until then), because their
+// MADV_DONTNEED keeps the pages resident. Elsewhere Release only validates
+// its argument.
 // On other platforms (Windows, Plan 9, js/wasm, WASI) the same API serves
 // zeroed memory from the Go heap, so that every program builds; [Mapped]
 // reports which is in use.

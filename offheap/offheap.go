@@ -108,9 +108,12 @@ func Free(b []byte) error { return std.Free(b) }
 // Release lets the OS reclaim the whole pages inside b[:len(b)] while keeping
 // them mapped: on Linux (madvise MADV_DONTNEED) the process RSS drops at
 // once, and the pages read as zero when next touched, costing a page fault
-// each. Bytes of b on a page only partly inside b are kept. Elsewhere
-// Release leaves the memory as it is. Use it for a large buffer that will be
-// idle for a while but not freed.
+// each. On macOS and the BSDs (madvise MADV_FREE) the kernel takes the pages
+// when it needs memory rather than at once: a released page reads as zero
+// once taken and may keep its old contents until then, so do not rely on
+// either. Bytes of b on a page only partly inside b are kept. On platforms
+// without mmap Release leaves the memory as it is. Use it for a large
+// buffer that will be idle for a while but not freed.
 //
 // Release is safe for concurrent use with other Release and Alloc calls;
 // the caller must not use the released bytes concurrently. It works on the
