@@ -215,6 +215,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 		}
 	}
 	checked.Fill(blk.mem[p-blk.base:end-blk.base], checked.PoisonByte)
+	a.hot -= a.hot >> hotDecay
 	a.freeRange(p, end, id)
 	a.frees++
 }

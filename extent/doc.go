@@ -78,12 +78,22 @@
 // # Blocks, growth, limits and Trim
 //
 // Blocks are reserved on demand ([WithBlockSize], [WithGrowth]) from the Go
-// heap or, [WithOffHeap], from mmap. Malloc and Free never give a block
-// back (but for heap fallbacks, dropped once all free): only
-// [Allocator.Trim] does, and it keeps enough blocks to hold the peak use
-// since the previous Trim, so alternating Malloc and Free (gomem's 8 KiB
-// benchmark, where it costs 127 µs and 4 MB per iteration) never releases
-// a block to reserve it again.
+// heap or, [WithOffHeap], from mmap, and given back with hysteresis, so
+// that alternating Malloc and Free (gomem's 8 KiB benchmark, where it costs
+// 127 µs and 4 MB per iteration) never releases a block to reserve it
+// again:
+//
+//   - A Free that leaves a block entirely free gives it back if the other
+//     blocks still hold the recent peak of bytes in use plus a quarter (the
+//     recent peak decays by 1/8192 with every Free and is renewed by every
+//     Malloc that passes it) and at least one block stays. So memory
+//     reserved for an old peak goes back as the program frees, rather than
+//     staying until Trim: with 1,000 live allocations of 64 B–64 KiB, the
+//     reserved bytes stay within about 1.45× the live bytes, where keeping
+//     every block reached up to 1.6×.
+//   - [Allocator.Trim] gives back every entirely free block beyond the peak
+//     use since the previous Trim.
+//   - Heap fallbacks are dropped as soon as they are all free.
 //
 // # Budget
 //

@@ -59,6 +59,7 @@ type Allocator struct {
 	heapRes  uint64 // bytes of heap fallback blocks, outside MaxTotal
 	free     uint64 // bytes in free ranges
 	peak     uint64 // peak in-use bytes since the last Trim
+	hot      uint64 // recent peak of in-use bytes, decaying with every Free (see release)
 
 	// Borrow's chunks: the one it bumps through, and those filled before
 	// it since the last Recycle.
@@ -205,6 +206,9 @@ func (a *Allocator) takeRecent(i, n int) []byte {
 	a.free -= uint64(n)
 	if u := a.reserved - a.free; u > a.peak {
 		a.peak = u
+		a.hot = max(a.hot, u)
+	} else if u > a.hot {
+		a.hot = u
 	}
 	a.allocs++
 	return unsafe.Slice((*byte)(ptr), n)
@@ -273,6 +277,9 @@ func (a *Allocator) take(x int32, n int) []byte {
 	a.free -= uint64(n)
 	if u := a.reserved - a.free; u > a.peak {
 		a.peak = u
+		a.hot = max(a.hot, u)
+	} else if u > a.hot {
+		a.hot = u
 	}
 	return blk.mem[off : off+n : off+n]
 }
@@ -357,6 +364,9 @@ func (a *Allocator) heapFallback(n int) []byte {
 	a.fallbacks++
 	if u := a.reserved - a.free; u > a.peak {
 		a.peak = u
+		a.hot = max(a.hot, u)
+	} else if u > a.hot {
+		a.hot = u
 	}
 	return a.slots[id].mem
 }
@@ -472,6 +482,7 @@ func (a *Allocator) Free(b []byte) {
 		a.badFrees++
 		panic(errForeign)
 	}
+	a.hot -= a.hot >> hotDecay
 	if a.slots[id].fallback {
 		a.freeRange(p, e, id)
 		a.frees++
@@ -552,14 +563,37 @@ func (a *Allocator) freeRange(p, e uintptr, id int32) {
 		x = 0
 	}
 	a.free += uint64(e - p)
-	if blk.fallback {
+	// Is the block now one free range?
+	start, end := p, e
+	if x != 0 {
+		start, end = t.nodes[x].start, t.nodes[x].end
+	}
+	if start == blk.base && end == blk.end() && (blk.fallback || a.spare(blk)) {
 		if x == 0 {
 			x = t.find(p)
 		}
-		if t.nodes[x].start == blk.base && t.nodes[x].end == blk.end() {
-			a.dropBlock(id, x)
-		}
+		a.dropBlock(id, x)
 	}
+}
+
+// hotDecay is the recent peak's decay: it loses 1/2^hotDecay of itself
+// with every Free.
+const hotDecay = 13
+
+// spare reports whether blk, a block of the budget that a Free has just
+// left entirely free, is given back at once: when the other blocks hold the
+// recent peak of bytes in use plus a quarter, and at least one block stays.
+// The recent peak is raised by every Malloc that passes it and decays by
+// 1/8192 of itself with every Free, so it is about the peak of the last few
+// ten thousand Frees: an alloc/free loop never gives back the block it will
+// take again (its peak is renewed every turn), a program whose use swings
+// keeps what the swings need, and one whose use has fallen stops holding
+// blocks for its old peak. A block left entirely free while use was still
+// high stays until [Allocator.Trim] or until a Free leaves it free again.
+func (a *Allocator) spare(blk *block) bool {
+	size := uint64(len(blk.mem))
+	rest := a.reserved - a.heapRes - size
+	return rest > 0 && rest >= a.hot+a.hot/4
 }
 
 // FreeRest keeps the first keep bytes of b and frees the rest,
@@ -679,7 +713,7 @@ func (a *Allocator) Close() {
 	a.hint, a.hintLo, a.hintHi = -1, 1, 0
 	a.recent, a.nRecent, a.gain = [recentCap]span{}, 0, 0
 	a.bChunk, a.bOff, a.bOld = nil, 0, nil
-	a.reserved, a.heapRes, a.free, a.peak, a.lastGrow = 0, 0, 0, 0, 0
+	a.reserved, a.heapRes, a.free, a.peak, a.hot, a.lastGrow = 0, 0, 0, 0, 0, 0
 }
 
 // ReadStats fills *s with a snapshot. ReservedBytes is the bytes of all

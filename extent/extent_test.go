@@ -770,3 +770,62 @@ func TestAllocator_RecentFreesKeepFirstFit(t *testing.T) {
 	}
 	_ = y
 }
+
+// A Free that leaves a block entirely free gives it back once the recent
+// peak of use has fallen far enough below what the other blocks hold, and
+// not while the peak is recent.
+func TestAllocator_FreeGivesBackBlocksAfterUseFell(t *testing.T) {
+	forEachSource(t, func(t *testing.T, opts ...extent.Option) {
+		const block, piece = 64 << 10, 4 << 10
+		a := mustNew(t, append(opts, extent.WithBlockSize(block))...)
+		defer a.Close()
+		var live [][]byte
+		for range 3 * block / piece {
+			live = append(live, a.Malloc(piece-extent.GuardTail))
+		}
+		if s := readStats(a); s.ReservedBytes != 3*block {
+			t.Fatalf("after filling three blocks: %v", &s)
+		}
+		// Empty the second block and all but one piece of the third: the
+		// second is entirely free while the peak (three blocks) is recent,
+		// so it stays.
+		per := block / piece
+		for _, b := range live[per : 3*per-1] {
+			a.Free(b)
+		}
+		if s := readStats(a); s.ReservedBytes != 3*block || s.Releases != 0 {
+			t.Fatalf("block given back while the peak was recent: %v", &s)
+		}
+		// Use stays near one block for 20000 Frees, and the peak decays.
+		for range 20000 {
+			a.Free(a.Malloc(piece - extent.GuardTail))
+		}
+		// Now the last piece's Free empties the third block, and the first
+		// two hold more than the recent peak plus a quarter: it goes back.
+		a.Free(live[3*per-1])
+		s := readStats(a)
+		if s.ReservedBytes != 2*block || s.Releases != 1 || s.InUseBytes != uint64(per*piece) {
+			t.Fatalf("after use fell to one block: %v", &s)
+		}
+	})
+}
+
+// An alloc/free loop that needs a block of its own never gives it back:
+// its peak is renewed every turn.
+func TestAllocator_BlockSizedLoopDoesNotThrash(t *testing.T) {
+	forEachSource(t, func(t *testing.T, opts ...extent.Option) {
+		const block = 64 << 10
+		a := mustNew(t, append(opts, extent.WithBlockSize(block))...)
+		defer a.Close()
+		keep := a.Malloc(block / 2)
+		for i := range 20000 {
+			b := a.Malloc(block - extent.GuardTail) // never fits beside keep
+			b[0] = byte(i)
+			a.Free(b)
+		}
+		a.Free(keep)
+		if s := readStats(a); s.Grows != 2 || s.Releases != 0 || s.ReservedBytes != 2*block {
+			t.Fatalf("after 20000 iterations: %v", &s)
+		}
+	})
+}
