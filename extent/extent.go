@@ -40,7 +40,7 @@ type Allocator struct {
 	slots    []block // by block ID; a slot with nil mem is unused
 	freeSlot []int32
 	sorted   []int32 // IDs of live blocks, by address
-	hint     int32   // the block the last Free hit, or -1
+	hint     int32   // the block the last Free hit, or -1; never a heap fallback
 	hintLo   uintptr // its bounds, so that a hit loads nothing else
 	hintHi   uintptr
 
@@ -199,7 +199,9 @@ func (a *Allocator) recentFitSlow(i, n int) int {
 func (a *Allocator) takeRecent(i, n int) []byte {
 	last := a.nRecent - 1
 	ptr := a.recent[i].ptr
-	a.recent[i] = a.recent[last]
+	if i != last {
+		a.recent[i] = a.recent[last]
+	}
 	a.recent[last].ptr = nil
 	a.nRecent = last
 	a.gain = min(a.gain+8, 64)
@@ -445,7 +447,10 @@ func (a *Allocator) blockOfSlow(p, e uintptr) int32 {
 	if e > b.end() {
 		return -1
 	}
-	a.hint, a.hintLo, a.hintHi = id, b.base, b.end()
+	if !b.fallback {
+		// Free relies on the hint never being a heap fallback block.
+		a.hint, a.hintLo, a.hintHi = id, b.base, b.end()
+	}
 	return id
 }
 
@@ -477,16 +482,18 @@ func (a *Allocator) Free(b []byte) {
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	e := p + uintptr(len(b))
-	id := a.blockOf(p, e)
-	if id < 0 || e < p {
-		a.badFrees++
-		panic(errForeign)
-	}
 	a.hot -= a.hot >> hotDecay
-	if a.slots[id].fallback {
-		a.freeRange(p, e, id)
-		a.frees++
-		return
+	id := a.hint // never a heap fallback block
+	if p < a.hintLo || e > a.hintHi || e < p {
+		if id = a.blockOfSlow(p, e); id < 0 || e < p {
+			a.badFrees++
+			panic(errForeign)
+		}
+		if a.slots[id].fallback {
+			a.freeRange(p, e, id)
+			a.frees++
+			return
+		}
 	}
 	// Into the front cache, after the same double-free checks the index
 	// makes: against the cached ranges and against the index.
