@@ -427,7 +427,14 @@ func TestPool_StatsFollowAModel(t *testing.T) {
 		if s.Allocs != allocs || s.Frees != frees || s.LiveObjects != uint64(len(live)) || s.InUseBytes != inUse {
 			t.Fatalf("stats %+v; model allocs %d frees %d live %d in use %d", s, allocs, frees, len(live), inUse)
 		}
-		if s.ReservedBytes < s.InUseBytes || s.BadFrees != 0 || s.HeapFallbacks != 0 {
+		// A Bounded pool may fall back to the heap here: its region can run
+		// out for one class while other classes hold idle slabs, and how
+		// many idle buffers each class keeps depends on which shards they
+		// went to, which follows the goroutine's stack address and so moves
+		// when a GC shrinks the stack (a 16 MiB region ran out after 5000
+		// operations in 1 of 40 checked-build runs under load). The
+		// counters above hold either way.
+		if s.ReservedBytes < s.InUseBytes || s.BadFrees != 0 || s.HeapFallbacks != 0 && p.Policy() != bytepool.Bounded {
 			t.Fatalf("stats %+v", s)
 		}
 		var rows memkit.ClassStats
