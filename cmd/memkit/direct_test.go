@@ -18,32 +18,9 @@ import (
 func BenchmarkDirect(b *testing.B) {
 	for _, n := range sizes {
 		b.Run("GetPut/size="+sizeName(n), func(b *testing.B) {
-			b.Run("impl=memkit", func(b *testing.B) {
-				p := mustPool()
-				b.ReportAllocs()
-				for b.Loop() {
-					buf := p.Get(n)
-					buf[0] = 1
-					p.Put(buf)
-				}
-			})
-			b.Run("impl=memkit-cache", func(b *testing.B) {
-				c := mustPool().NewCache()
-				b.ReportAllocs()
-				for b.Loop() {
-					buf := c.Get(n)
-					buf[0] = 1
-					c.Put(buf)
-				}
-			})
-			b.Run("impl=mcache", func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					buf := mcache.Malloc(n)
-					buf[0] = 1
-					mcache.Free(buf)
-				}
-			})
+			b.Run("impl=memkit", func(b *testing.B) { benchPool(b, n) })
+			b.Run("impl=memkit-cache", func(b *testing.B) { benchCache(b, n) })
+			b.Run("impl=mcache", func(b *testing.B) { benchMcache(b, n) })
 			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 		})
 		b.Run("GetPutParallel/size="+sizeName(n), func(b *testing.B) {
@@ -73,3 +50,34 @@ func BenchmarkDirect(b *testing.B) {
 }
 
 var _ = bytepool.Get
+
+// benchPool, benchCache and benchMcache are Get+Put of n bytes, with a
+// write, called directly on the shared pool, a Cache and mcache.
+func benchPool(b *testing.B, n int) {
+	p := mustPool()
+	b.ReportAllocs()
+	for b.Loop() {
+		buf := p.Get(n)
+		buf[0] = 1
+		p.Put(buf)
+	}
+}
+
+func benchCache(b *testing.B, n int) {
+	c := mustPool().NewCache()
+	b.ReportAllocs()
+	for b.Loop() {
+		buf := c.Get(n)
+		buf[0] = 1
+		c.Put(buf)
+	}
+}
+
+func benchMcache(b *testing.B, n int) {
+	b.ReportAllocs()
+	for b.Loop() {
+		buf := mcache.Malloc(n)
+		buf[0] = 1
+		mcache.Free(buf)
+	}
+}

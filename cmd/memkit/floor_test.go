@@ -5,8 +5,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/bytedance/gopkg/lang/mcache"
-
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -39,58 +37,12 @@ import (
 //     budget of 80).
 func BenchmarkFloor(b *testing.B) {
 	const n = 4 << 10
-	b.Run("impl=mcache", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			buf := mcache.Malloc(n)
-			buf[0] = 1
-			mcache.Free(buf)
-		}
-	})
+	b.Run("impl=mcache", func(b *testing.B) { benchMcache(b, n) })
 	b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
-	b.Run("impl=memkit", func(b *testing.B) {
-		p := mustPool()
-		b.ReportAllocs()
-		for b.Loop() {
-			buf := p.Get(n)
-			buf[0] = 1
-			p.Put(buf)
-		}
-	})
-	b.Run("impl=memkit-cache", func(b *testing.B) {
-		c := mustPool().NewCache()
-		b.ReportAllocs()
-		for b.Loop() {
-			buf := c.Get(n)
-			buf[0] = 1
-			c.Put(buf)
-		}
-	})
-	b.Run("impl=slot", func(b *testing.B) {
-		var s floorSlot
-		s.buf.Store(unsafe.SliceData(make([]byte, n)))
-		b.ReportAllocs()
-		for b.Loop() {
-			buf := s.get(n)
-			buf[0] = 1
-			s.put(buf)
-		}
-	})
-	b.Run("impl=slot-counted", func(b *testing.B) {
-		var s floorSlot
-		s.buf.Store(unsafe.SliceData(make([]byte, n)))
-		b.ReportAllocs()
-		for b.Loop() {
-			buf := s.get(n)
-			s.allocs.Add(1)
-			buf[0] = 1
-			s.put(buf)
-			s.frees.Add(1)
-		}
-		if s.allocs.Load() != s.frees.Load() {
-			b.Fatal("unbalanced counters")
-		}
-	})
+	b.Run("impl=memkit", func(b *testing.B) { benchPool(b, n) })
+	b.Run("impl=memkit-cache", func(b *testing.B) { benchCache(b, n) })
+	b.Run("impl=slot", func(b *testing.B) { benchSlot(b, n, false) })
+	b.Run("impl=slot-counted", func(b *testing.B) { benchSlot(b, n, true) })
 	b.Run("impl=stack-inlined", func(b *testing.B) {
 		s := newFloorStack(n)
 		b.ReportAllocs()
@@ -100,6 +52,28 @@ func BenchmarkFloor(b *testing.B) {
 			s.put(buf)
 		}
 	})
+}
+
+// benchSlot is Get+Put of n bytes through a floorSlot, counting allocs and
+// frees atomically if counted.
+func benchSlot(b *testing.B, n int, counted bool) {
+	var s floorSlot
+	s.buf.Store(unsafe.SliceData(make([]byte, n)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf := s.get(n)
+		if counted {
+			s.allocs.Add(1)
+		}
+		buf[0] = 1
+		s.put(buf)
+		if counted {
+			s.frees.Add(1)
+		}
+	}
+	if s.allocs.Load() != s.frees.Load() {
+		b.Fatal("unbalanced counters")
+	}
 }
 
 // floorSlot is a one-buffer slot shared between goroutines.
