@@ -206,12 +206,7 @@ func (a *Allocator) takeRecent(i, n int) []byte {
 	a.nRecent = last
 	a.gain = min(a.gain+8, 64)
 	a.free -= uint64(n)
-	if u := a.reserved - a.free; u > a.peak {
-		a.peak = u
-		a.hot = max(a.hot, u)
-	} else if u > a.hot {
-		a.hot = u
-	}
+	a.noteUse()
 	a.allocs++
 	return unsafe.Slice((*byte)(ptr), n)
 }
@@ -277,12 +272,7 @@ func (a *Allocator) take(x int32, n int) []byte {
 		a.t.shrank(x, old)
 	}
 	a.free -= uint64(n)
-	if u := a.reserved - a.free; u > a.peak {
-		a.peak = u
-		a.hot = max(a.hot, u)
-	} else if u > a.hot {
-		a.hot = u
-	}
+	a.noteUse()
 	return blk.mem[off : off+n : off+n]
 }
 
@@ -364,12 +354,7 @@ func (a *Allocator) heapFallback(n int) []byte {
 	id := a.addBlock(mem, true)
 	a.allocs++
 	a.fallbacks++
-	if u := a.reserved - a.free; u > a.peak {
-		a.peak = u
-		a.hot = max(a.hot, u)
-	} else if u > a.hot {
-		a.hot = u
-	}
+	a.noteUse()
 	return a.slots[id].mem
 }
 
@@ -581,6 +566,14 @@ func (a *Allocator) freeRange(p, e uintptr, id int32) {
 		}
 		a.dropBlock(id, x)
 	}
+}
+
+// noteUse raises the peaks of bytes in use, Trim's and spare's, to the
+// use after a Malloc.
+func (a *Allocator) noteUse() {
+	u := a.reserved - a.free
+	a.peak = max(a.peak, u)
+	a.hot = max(a.hot, u)
 }
 
 // hotDecay is the recent peak's decay: it loses 1/2^hotDecay of itself
