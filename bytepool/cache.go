@@ -134,10 +134,11 @@ func (c *Cache) putSlow(b []byte) {
 		return
 	}
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if p.region != nil && !p.release(ptr, cl, size) {
-		return
-	}
-	if p.marked {
+	if p.region != nil {
+		if !p.release(ptr, cl, size) {
+			return
+		}
+	} else if !checked.Enabled {
 		p.markIdle(ptr)
 	}
 	l := &c.lists[cl]

@@ -56,7 +56,6 @@ type Pool struct {
 
 	zeroed bool
 	plain  bool // neither Bounded nor zeroing nor checked: Get has nothing to do but slice
-	marked bool // Elastic release build: idle buffers carry idleWord (see markIdle)
 	secret uint64
 	policy Policy
 	region *region // Bounded only
@@ -107,7 +106,6 @@ func New(opts ...Option) (*Pool, error) {
 		magCap:    make([]int, t.Len()),
 		zeroed:    cfg.zeroed,
 		plain:     !cfg.zeroed && cfg.policy == Elastic && !checked.Enabled,
-		marked:    cfg.policy == Elastic && !checked.Enabled,
 		secret:    rand.Uint64() | 1,
 		policy:    cfg.policy,
 	}
@@ -225,8 +223,9 @@ func (p *Pool) lockShardSlow(h uintptr) *shard {
 //
 // The buffer holds what its previous user wrote (but for its first 8 bytes,
 // which an Elastic pool uses to mark idle buffers and clears) unless the
-// pool was built [WithZeroing]. Hand it back with Put when done; a buffer never returned is
-// simply collected by the GC (Elastic) or stays out of the region (Bounded).
+// pool was built [WithZeroing]. Hand it back with Put when done; a buffer
+// never returned is simply collected by the GC (Elastic) or stays out of
+// the region (Bounded).
 func (p *Pool) Get(n int) []byte {
 	if uint(n) > uint(p.maxSize) {
 		return p.getOversize(n)
@@ -489,10 +488,11 @@ func (p *Pool) Put(b []byte) {
 		return
 	}
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if p.region != nil && !p.release(ptr, c, size) {
-		return
-	}
-	if p.marked {
+	if p.region != nil {
+		if !p.release(ptr, c, size) {
+			return
+		}
+	} else if !checked.Enabled { // the checked build poisons idle buffers instead
 		p.markIdle(ptr)
 	}
 	s := p.lockShard()
