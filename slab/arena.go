@@ -472,7 +472,8 @@ func (a *Arena) grow(c int) (*slab, error) {
 	return s, nil
 }
 
-// aliasPad is how many chunk headers newChunks may skip: 256 bytes.
+// aliasPad is how many chunk headers make up the 256 bytes that newChunks
+// keeps between the header of chunk 0 and the chunk's offset in a page.
 const aliasPad = 16
 
 // newChunks returns the bookkeeping of perSlab chunks of the slab mem. A
@@ -482,15 +483,28 @@ const aliasPad = 16
 // would then sit at the same offset within a 4 KiB page as the chunk's
 // first bytes, and the CPU would take the header load for one that may
 // depend on the store to the chunk (4K aliasing), stalling it. newChunks
-// starts the headers aliasPad entries into the array when the header of
-// chunk 0 would lie within 256 bytes of that offset.
+// skips aliasSkip entries of the array so that the header of chunk 0 lies
+// at least 256 bytes from that offset, either way.
 func newChunks(perSlab int, mem []byte) []chunk {
-	c := make([]chunk, perSlab+aliasPad)
+	c := make([]chunk, perSlab+2*aliasPad)
 	rel := (uintptr(unsafe.Pointer(unsafe.SliceData(c))) - uintptr(unsafe.Pointer(unsafe.SliceData(mem)))) % 4096
-	if rel < aliasPad*unsafe.Sizeof(chunk{}) || rel > 4096-aliasPad*unsafe.Sizeof(chunk{}) {
-		return c[aliasPad : aliasPad+perSlab : aliasPad+perSlab]
+	skip := aliasSkip(rel)
+	return c[skip : skip+perSlab : skip+perSlab]
+}
+
+// aliasSkip returns how many headers to skip when the array of headers
+// starts rel bytes, modulo 4 KiB, after the slab. A start within 256 bytes
+// after the slab's page offset moves up by 256 bytes; one within 256 bytes
+// before it moves up by 512, past the offset and 256 bytes beyond.
+func aliasSkip(rel uintptr) int {
+	const pad = aliasPad * unsafe.Sizeof(chunk{})
+	switch {
+	case rel < pad:
+		return aliasPad
+	case rel > 4096-pad:
+		return 2 * aliasPad
 	}
-	return c[:perSlab:perSlab]
+	return 0
 }
 
 // release gives an entirely free slab back.

@@ -376,6 +376,18 @@ func TestArena_FirstChunkHeaderDoesNotAliasItsBytes(t *testing.T) {
 	}
 }
 
+// TestArena_AliasSkipAtEveryOffset checks the placement rule itself for
+// every offset the allocator may give the header array, since the test
+// above sees only the few offsets this run's heap happens to produce.
+func TestArena_AliasSkipAtEveryOffset(t *testing.T) {
+	for rel := uintptr(0); rel < 4096; rel++ {
+		skip := slab.AliasSkip(rel)
+		if off := (rel + uintptr(skip)*slab.HeaderSize) % 4096; off < 256 || off > 4096-256 {
+			t.Fatalf("array at page offset %d skips %d headers: header of chunk 0 at %d, want 256..3840", rel, skip, off)
+		}
+	}
+}
+
 func TestArena_LocRoundTrip(t *testing.T) {
 	a := mustArena(t, 8, 1024, 2)
 	b := a.Alloc(100)

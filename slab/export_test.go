@@ -58,3 +58,9 @@ func (a *Arena) HeaderPageOffset(buf []byte) uintptr {
 	hdr := uintptr(unsafe.Pointer(s.chunkAt(i)))
 	return (hdr - uintptr(unsafe.Pointer(unsafe.SliceData(buf)))) % 4096
 }
+
+// AliasSkip and HeaderSize expose how newChunks places the headers.
+var AliasSkip = aliasSkip
+
+// HeaderSize is the size of one chunk header.
+const HeaderSize = unsafe.Sizeof(chunk{})
