@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/ringbuf"
 )
 
@@ -41,21 +42,7 @@ func BenchmarkRing_Floor(b *testing.B) {
 			}
 		}
 	})
-	b.Run("impl=copies+fences", func(b *testing.B) {
-		mem := make([]byte, slots*seedRecord)
-		rec, p := make([]byte, seedRecord), make([]byte, seedRecord)
-		var tail, head atomic.Uint64
-		for b.Loop() {
-			for i := range seedOps {
-				rec[0] = byte(i)
-				s := mem[i%slots*seedRecord:][:seedRecord]
-				copy(s, rec)
-				tail.Store(uint64(i))
-				copy(p, s)
-				head.Store(uint64(i))
-			}
-		}
-	})
+	b.Run("impl=copies+fences", func(b *testing.B) { memtest.BenchRingFloor(b, seedOps, slots, seedRecord) })
 	b.Run("impl=spsc", func(b *testing.B) {
 		r := newSPSC(seedSlots, seedRecord)
 		rec, p := make([]byte, seedRecord), make([]byte, seedRecord)

@@ -48,6 +48,7 @@ func init() {
 	register(
 		bench{workload: w, impl: "memkit", run: chainArena},
 		bench{workload: w, impl: "heap-chunks", run: chainHeap},
+		bench{workload: w, impl: "floor", run: chainFloor},
 	)
 	w = "RingSeed/ops=1000"
 	register(
@@ -55,6 +56,7 @@ func init() {
 		bench{workload: w, impl: "memkit-lend", run: ringLend},
 		bench{workload: w, impl: "chan", run: ringChan},
 		bench{workload: w, impl: "mutex-copy", run: ringMutex},
+		bench{workload: w, impl: "floor", run: ringFloor},
 	)
 }
 
@@ -209,6 +211,28 @@ func chainHeap(b *testing.B) {
 	b.ReportMetric(float64(chainTotal)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
 
+// chainFloor is not a chain: it copies the payload into one buffer made
+// beforehand, 64 KiB at a time, and back out, the memory traffic any write
+// and read of the payload makes. The gap between it and memkit is the whole
+// cost of the chain; on a machine whose memory bandwidth is shared with
+// neighbours, both move together.
+func chainFloor(b *testing.B) {
+	src, dst := payload()
+	mid := make([]byte, chainTotal)
+	b.SetBytes(chainTotal)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for off := 0; off < chainTotal; off += chainChunk {
+			copy(mid[off:off+chainChunk], src[off:])
+		}
+		for off := 0; off < chainTotal; off += chainChunk {
+			copy(dst[off:], mid[off:off+chainChunk])
+		}
+	}
+	b.ReportMetric(float64(chainTotal)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+}
+
 func mustRing() *ringbuf.Ring {
 	r, err := ringbuf.New(ringSlots, ringRecord, ringbuf.WithPolicy(ringbuf.Overwrite))
 	if err != nil {
@@ -260,6 +284,17 @@ func ringChan(b *testing.B) {
 			<-ch
 		}
 	}
+}
+
+// ringFloor is not a ring: the two copies of each record (into a slot and
+// out of it) and the atomic store after each that any ring whose readers
+// may run on other goroutines needs (publish the record; hand the slot
+// back), with nothing else. On amd64 each store is a locked instruction
+// that waits for the copy before it. The gap between it and memkit is the
+// whole cost of the ring's bookkeeping (ringbuf's BenchmarkRing_Floor
+// breaks it down further).
+func ringFloor(b *testing.B) {
+	memtest.BenchRingFloor(b, ringOps, 16, ringRecord) // 16: ringSlots rounded up to a power of two, as in a Ring
 }
 
 func ringMutex(b *testing.B) {

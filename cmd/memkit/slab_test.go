@@ -15,10 +15,12 @@ func TestSlabWorkloadsRegistered(t *testing.T) {
 		"SlabAllocFreeParallel/size=4KiB/impl=memkit",
 		"SlabChain/size=64MiB/impl=memkit",
 		"SlabChain/size=64MiB/impl=heap-chunks",
+		"SlabChain/size=64MiB/impl=floor",
 		"RingSeed/ops=1000/impl=memkit",
 		"RingSeed/ops=1000/impl=memkit-lend",
 		"RingSeed/ops=1000/impl=chan",
 		"RingSeed/ops=1000/impl=mutex-copy",
+		"RingSeed/ops=1000/impl=floor",
 	}
 	have := map[string]bool{}
 	for i := range benches {
