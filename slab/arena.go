@@ -298,17 +298,10 @@ func (a *Arena) Alloc(n int) []byte {
 			i := s.freeHead
 			ch := s.chunkAt(i)
 			s.freeHead = ch.freeNext
-			ch.refs = 1
-			ch.size = uint32(n)
-			if s.used == 0 {
-				cl.idle--
-			}
-			s.used++
-			if s.used == cl.perSlab {
+			if cl.take(s, ch, n) {
 				a.unlist(cl, s)
 			}
-			cl.allocs++
-			return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size))), uint(n))
+			return unsafe.Slice((*byte)(s.chunkPtr(i)), uint(n))
 		}
 	}
 	b, _ := a.alloc(n)
@@ -385,17 +378,30 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 		ch = &s.chunks[i]
 		ch.gen = s.gen0
 	}
+	if cl.take(s, ch, n) {
+		a.unlist(cl, s)
+	}
+	return unsafe.Slice((*byte)(s.chunkPtr(i)), n), nil
+}
+
+// take gives chunk ch of s, off its free list or fresh, to a request of n
+// bytes, and reports whether that filled s, which the caller must then
+// unlist. It leaves the unlisting to the caller so that it stays small
+// enough to inline into Alloc's hot path.
+func (cl *class) take(s *slab, ch *chunk, n int) (full bool) {
 	ch.refs = 1
 	ch.size = uint32(n)
 	if s.used == 0 {
 		cl.idle--
 	}
 	s.used++
-	if s.used == cl.perSlab {
-		a.unlist(cl, s)
-	}
 	cl.allocs++
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size))), n), nil
+	return s.used == cl.perSlab
+}
+
+// chunkPtr returns the address of the first byte of chunk i of s.
+func (s *slab) chunkPtr(i int32) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size))
 }
 
 // allocHeld is alloc without growing, for a Shared whose budget refused
@@ -835,8 +841,7 @@ func (a *Arena) slabChanged(cl *class, s *slab) {
 // chunkBuf returns the bytes [off, off+n) of chunk i of s, with their
 // capacity locked to the end of what was allocated.
 func chunkBuf(s *slab, i int32, off, n uint32) []byte {
-	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size)+uintptr(off))
-	return unsafe.Slice((*byte)(p), s.chunks[i].size-off)[:n]
+	return unsafe.Slice((*byte)(unsafe.Add(s.chunkPtr(i), off)), s.chunks[i].size-off)[:n]
 }
 
 // BufToLoc returns a [Loc] for buf, which must be a live buffer of the

@@ -43,7 +43,7 @@ func chunkAddr(s *slab, i int32) uintptr { return s.base + uintptr(i)*uintptr(s.
 
 // chunkMem returns all the memory of chunk i of s, its class size.
 func chunkMem(s *slab, i int32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size))), s.size)
+	return unsafe.Slice((*byte)(s.chunkPtr(i)), s.size)
 }
 
 // checkAlloc checks the chunk alloc is about to hand out of s for a
