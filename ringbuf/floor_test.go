@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/memkit/memkit/internal/memtest"
-	"github.com/memkit/memkit/ringbuf"
 )
 
 // BenchmarkRing_Floor measures, in one run, what the seed's ring test
@@ -55,17 +54,7 @@ func BenchmarkRing_Floor(b *testing.B) {
 			}
 		}
 	})
-	b.Run("impl=memkit", func(b *testing.B) {
-		r := mustNew(b, seedSlots, seedRecord, ringbuf.WithPolicy(ringbuf.Overwrite))
-		rec, p := make([]byte, seedRecord), make([]byte, seedRecord)
-		for b.Loop() {
-			for i := range seedOps {
-				rec[0] = byte(i)
-				r.Write(rec)
-				r.Read(p)
-			}
-		}
-	})
+	b.Run("impl=memkit", benchSeedCopy)
 }
 
 // bare is Vyukov's bounded ring for many writers and readers, the Ring's
