@@ -42,7 +42,7 @@ func BenchmarkRing_Floor(b *testing.B) {
 			}
 		}
 	})
-	b.Run("impl=copies+fences", func(b *testing.B) { memtest.BenchRingFloor(b, seedOps, slots, seedRecord) })
+	b.Run("impl=copies+fences", func(b *testing.B) { memtest.BenchRingFloor(b, seedOps, seedSlots, seedRecord) })
 	b.Run("impl=mpmc", func(b *testing.B) {
 		r := newBare(seedSlots, seedRecord)
 		rec, p := make([]byte, seedRecord), make([]byte, seedRecord)

@@ -997,6 +997,16 @@ func (a *Arena) takeHandoff() Loc {
 	return h
 }
 
+// moveHandoff is takeHandoff into *h, and only when there is a successor
+// to hand off, which it reports: it never copies a nil Loc.
+func (a *Arena) moveHandoff(h *Loc) bool {
+	if a.handoff.IsNil() {
+		return false
+	}
+	*h = a.takeHandoff()
+	return true
+}
+
 // GetNext returns the chain successor of buf's chunk, with its reference
 // count incremented (as in go-slab: the caller DecRefs it when done), or
 // nil if buf ends its chain. The buffer is the one given to SetNext. It

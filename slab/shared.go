@@ -348,10 +348,7 @@ func (sh *Shared) DecRef(buf []byte) bool {
 func (sh *Shared) decRef(s *shard, buf []byte, h *Loc) (last, chained bool) {
 	defer s.unlock()
 	last = s.a.DecRef(buf)
-	if chained = !s.a.handoff.IsNil(); chained {
-		*h = s.a.takeHandoff()
-	}
-	return last, chained
+	return last, s.a.moveHandoff(h)
 }
 
 // release drops the chain reference to h and, as long as that frees a
@@ -424,10 +421,7 @@ func (sh *Shared) LocDecRef(l Loc) bool {
 func (sh *Shared) locDecRef(s *shard, l Loc, h *Loc) (last, chained bool) {
 	defer s.unlock()
 	last = s.a.LocDecRef(l)
-	if chained = !s.a.handoff.IsNil(); chained {
-		*h = s.a.takeHandoff()
-	}
-	return last, chained
+	return last, s.a.moveHandoff(h)
 }
 
 // SetNext is [Arena.SetNext]; buf and next may be in different shards.

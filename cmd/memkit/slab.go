@@ -294,7 +294,7 @@ func ringChan(b *testing.B) {
 // whole cost of the ring's bookkeeping (ringbuf's BenchmarkRing_Floor
 // breaks it down further).
 func ringFloor(b *testing.B) {
-	memtest.BenchRingFloor(b, ringOps, 16, ringRecord) // 16: ringSlots rounded up to a power of two, as in a Ring
+	memtest.BenchRingFloor(b, ringOps, ringSlots, ringRecord)
 }
 
 func ringMutex(b *testing.B) {

@@ -1,6 +1,7 @@
 package memtest
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,12 +49,14 @@ func (rb *MutexRing) Read() ([]byte, bool) {
 }
 
 // BenchRingFloor runs, as b's loop, what the seed's ring test cannot do
-// without: ops records of record bytes each copied into one of slots slots
+// without: ops records of record bytes each copied into a slot of a ring of
+// slots slots (rounded up to a power of two, as a ringbuf.Ring rounds them)
 // and back out, with an atomic store after each copy, the least any ring
 // whose readers may run on other goroutines does (publish the record; hand
 // the slot back). It is not a ring, and it does not allocate.
 func BenchRingFloor(b *testing.B, ops, slots, record int) {
-	mem := make([]byte, slots*record)
+	n := 1 << bits.Len(uint(max(slots, 2)-1))
+	mem := make([]byte, n*record)
 	rec, p := make([]byte, record), make([]byte, record)
 	var published, freed atomic.Uint64
 	b.ReportAllocs()
@@ -61,7 +64,7 @@ func BenchRingFloor(b *testing.B, ops, slots, record int) {
 	for range b.N {
 		for i := range ops {
 			rec[0] = byte(i)
-			s := mem[i%slots*record:][:record]
+			s := mem[i&(n-1)*record:][:record]
 			copy(s, rec)
 			published.Store(uint64(i))
 			copy(p, s)
