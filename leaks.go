@@ -23,14 +23,30 @@ func (l Leak) String() string {
 // ErrNotChecked is returned by [Leaks] in a release build.
 var ErrNotChecked = errors.New("memkit: leak reports need the checked build: go test -tags memkitdebug")
 
+// Misuse is the panic value of the checked build (-tags memkitdebug): what
+// went wrong, in which allocator and operation, and the stacks of the
+// allocation and the first free. It is an error, so a test or a recover can
+// take it apart with errors.As:
+//
+//	var m *memkit.Misuse
+//	if errors.As(err, &m) && m.Kind == "double free" { ... }
+type Misuse = checked.Misuse
+
 // Leaks lists the allocations src handed out and has not had back, with
-// the stack of each allocation, in address order. It is meant for a test's
+// the stack of each allocation, in address order. In the same call it
+// checks the memory src holds back from reuse after a free (its quarantine):
+// if a freed block was written to, Leaks returns the leaks together with a
+// [*Misuse] of kind "write after free" as its error, so a test that makes
+// that mistake and then calls Leaks hears of it. It is meant for a test's
 // cleanup:
 //
 //	t.Cleanup(func() {
 //		leaks, err := memkit.Leaks(pool)
-//		if err == nil && len(leaks) > 0 {
+//		if len(leaks) > 0 {
 //			t.Errorf("%d buffers not returned; the first:\n%v", len(leaks), leaks[0])
+//		}
+//		if err != nil && !errors.Is(err, memkit.ErrNotChecked) {
+//			t.Error(err)
 //		}
 //	})
 //
@@ -51,6 +67,9 @@ func Leaks(src StatsSource) ([]Leak, error) {
 	for i := range live {
 		r := &live[i]
 		out[i] = Leak{Allocator: t.Allocator(), Addr: r.Addr, Size: r.Size, Stack: r.Alloc.String()}
+	}
+	if m := t.CheckHeld(); m != nil {
+		return out, m
 	}
 	return out, nil
 }

@@ -118,6 +118,8 @@ type Tracker struct {
 	order     []freed // the last keepFreed frees, a ring
 	next      int     // the oldest entry of order once it is full
 	frees     uint64  // frees so far
+	held      []held  // the quarantine, oldest first (see Hold)
+	heldBytes int     // bytes in held
 }
 
 // freed is one entry of a Tracker's ring of recent frees.
