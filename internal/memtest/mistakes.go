@@ -1,0 +1,168 @@
+package memtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memkit/memkit/internal/checked"
+)
+
+// Mistake is one row of an allocator's misuse table: a documented mistake,
+// what each build does about it, and a test that makes it.
+type Mistake struct {
+	Name    string // the README's "mistake" cell: "double Put"
+	Release string // the README's "release build" cell
+	Checked string // the README's "checked build" cell
+
+	// Panic is the release build's exact panic value, as fmt.Sprint prints
+	// it; "" when the release build does not panic.
+	Panic string
+	// Op and Kind are the checked build's *checked.Misuse Op and Kind;
+	// Kind "" when the checked build does not panic either.
+	Op, Kind string
+
+	// Setup builds the state as a user would and returns the mistake, one
+	// call that makes it, and intact, which returns an error unless every
+	// other live allocation still holds exactly its bytes (nil if there is
+	// none to check). intact runs after the mistake whether or not it
+	// panicked.
+	Setup func(t testing.TB) (mistake func(), intact func() error)
+}
+
+// RunMistakes makes each mistake of table in a subtest and checks the build
+// in use: a release build panics with exactly Panic (or not at all), the
+// checked build (-tags memkitdebug) with a *checked.Misuse of Kind from Op
+// (or not at all), and in both every other allocation reads back intact.
+// It then checks the table against the README's safety table (see
+// [CheckReadme]).
+func RunMistakes(t *testing.T, allocator string, table []Mistake) {
+	t.Helper()
+	for _, row := range table {
+		t.Run(row.Name, func(t *testing.T) {
+			mistake, intact := row.Setup(t)
+			got := recovered(mistake)
+			if checked.Enabled {
+				checkMisuse(t, allocator, row, got)
+			} else {
+				checkRelease(t, row, got)
+			}
+			if intact != nil {
+				if err := intact(); err != nil {
+					t.Fatalf("after the mistake another allocation changed: %v", err)
+				}
+			}
+		})
+	}
+	CheckReadme(t, allocator, table)
+}
+
+// panicked is what a call panicked with; ok is false if it returned.
+type panicked struct {
+	v  any
+	ok bool
+}
+
+func recovered(f func()) (p panicked) {
+	returned := false
+	defer func() {
+		if !returned {
+			p = panicked{v: recover(), ok: true}
+		}
+	}()
+	f()
+	returned = true
+	return p
+}
+
+func checkRelease(t *testing.T, row Mistake, got panicked) {
+	t.Helper()
+	switch {
+	case row.Panic == "" && got.ok:
+		t.Fatalf("release build panicked %v; want no panic (%s)", got.v, row.Release)
+	case row.Panic != "" && !got.ok:
+		t.Fatalf("release build did not panic; want %q", row.Panic)
+	case row.Panic != "" && fmt.Sprint(got.v) != row.Panic:
+		t.Fatalf("release build panicked %q; want %q", fmt.Sprint(got.v), row.Panic)
+	}
+}
+
+func checkMisuse(t *testing.T, allocator string, row Mistake, got panicked) {
+	t.Helper()
+	m, _ := got.v.(*checked.Misuse)
+	switch {
+	case row.Kind == "" && got.ok:
+		t.Fatalf("checked build panicked %v; want no panic (%s)", got.v, row.Checked)
+	case row.Kind == "":
+	case m == nil:
+		t.Fatalf("checked build panicked %v (ok %v); want a *checked.Misuse %q from %s", got.v, got.ok, row.Kind, row.Op)
+	case m.Allocator != allocator || m.Op != row.Op || m.Kind != row.Kind:
+		t.Fatalf("misuse %s/%s/%q; want %s/%s/%q\n%v", m.Allocator, m.Op, m.Kind, allocator, row.Op, row.Kind, m)
+	case !strings.HasPrefix(m.Error(), fmt.Sprintf("memkit/%s: %s: %s at ", allocator, row.Op, row.Kind)):
+		t.Fatalf("report %q", m.Error())
+	}
+}
+
+// The README's safety table lies between these two lines.
+const (
+	readmeBegin = "<!-- misuse table: generated from each package's TestMistakes; memtest.CheckReadme keeps them equal -->"
+	readmeEnd   = "<!-- end of misuse table -->"
+)
+
+// ReadmeRow formats row as the README's safety table shows it.
+func ReadmeRow(allocator string, row Mistake) string {
+	return fmt.Sprintf("| %s | %s | %s | %s |", allocator, row.Name, row.Release, row.Checked)
+}
+
+// CheckReadme fails t unless the README's safety table (the README.md of
+// the module root, found upward from the test's directory) holds exactly
+// table's rows for allocator, in the same order. A README without the
+// table's markers is not checked.
+func CheckReadme(t testing.TB, allocator string, table []Mistake) {
+	t.Helper()
+	text, ok := readme()
+	if !ok {
+		return
+	}
+	_, rest, ok1 := strings.Cut(text, readmeBegin)
+	body, _, ok2 := strings.Cut(rest, readmeEnd)
+	if !ok1 || !ok2 {
+		return
+	}
+	var have []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "| "+allocator+" | ") {
+			have = append(have, line)
+		}
+	}
+	want := make([]string, len(table))
+	for i, row := range table {
+		want[i] = ReadmeRow(allocator, row)
+	}
+	if strings.Join(have, "\n") != strings.Join(want, "\n") {
+		t.Errorf("README.md's misuse table differs from %s's TestMistakes; its %s rows should read:\n%s\n\nthey read:\n%s",
+			allocator, allocator, strings.Join(want, "\n"), strings.Join(have, "\n"))
+	}
+}
+
+// readme returns the text of README.md in the nearest directory at or
+// above the working directory that has a go.mod with it.
+func readme() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			b, err := os.ReadFile(filepath.Join(dir, "README.md"))
+			return string(b), err == nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
