@@ -2,10 +2,8 @@ module github.com/memkit/memkit/prom
 
 go 1.24.0
 
-replace github.com/memkit/memkit => ../
-
 require (
-	github.com/memkit/memkit v0.0.0-00010101000000-000000000000
+	github.com/memkit/memkit v0.1.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.66.1

@@ -5,7 +5,7 @@ go 1.24.0
 require (
 	github.com/bytedance/gopkg v0.1.4
 	github.com/libp2p/go-buffer-pool v0.1.0
-	github.com/memkit/memkit v0.0.0-00010101000000-000000000000
+	github.com/memkit/memkit v0.1.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/schollz/progressbar/v3 v3.19.0
 	github.com/valyala/bytebufferpool v1.0.0
@@ -32,14 +32,10 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/memkit/memkit/prom v0.0.0-00010101000000-000000000000
+	github.com/memkit/memkit/prom v0.1.0
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/term v0.40.0 // indirect
 	golang.org/x/text v0.33.0 // indirect
 )
-
-replace github.com/memkit/memkit => ../..
-
-replace github.com/memkit/memkit/prom => ../../prom
