@@ -101,6 +101,8 @@ func checkMisuse(t *testing.T, allocator string, row Mistake, got panicked) {
 		t.Fatalf("misuse %s/%s/%q; want %s/%s/%q\n%v", m.Allocator, m.Op, m.Kind, allocator, row.Op, row.Kind, m)
 	case !strings.HasPrefix(m.Error(), fmt.Sprintf("memkit/%s: %s: %s at ", allocator, row.Op, row.Kind)):
 		t.Fatalf("report %q", m.Error())
+	case (m.Kind == checked.DoubleFree || m.Kind == checked.UseAfterFree) && (m.Alloc.Empty() || m.Free.Empty()):
+		t.Fatalf("a %s report without the allocation and the first free's stacks:\n%v", m.Kind, m)
 	}
 }
 

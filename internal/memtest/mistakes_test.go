@@ -18,7 +18,10 @@ func fakeRows(releasePanic string, damage bool) []Mistake {
 			other := []byte{1, 2, 3}
 			return func() {
 					if checked.Enabled {
-						panic(checked.Report("fake", "Free", checked.DoubleFree, 0x10, nil, ""))
+						tr := checked.NewTracker("fake")
+						tr.Alloc(0x10, 3, 0)
+						rec := tr.Free("Free", 0x10, 0)
+						panic(tr.Report("Free", checked.DoubleFree, 0x10, rec, ""))
 					}
 					if damage {
 						other[1] = 9
