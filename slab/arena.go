@@ -34,7 +34,7 @@ import (
 // Memory comes in slabs of slabSize bytes from malloc (the Go heap when
 // malloc is nil; off-heap memory plugs in here). Slab memory holds only
 // the bytes callers write: the arena keeps its bookkeeping (16 bytes per
-// chunk and 256 per slab, plus 20 per chunk of a slab once a chunk of it
+// chunk and 256 per slab, plus 24 per chunk of a slab once a chunk of it
 // is chained with [Arena.SetNext]) on the Go heap beside it, so slab memory is never
 // scanned by the GC. Requests are rounded up to their class, so at most a
 // factor of growthFactor (plus 8 bytes of alignment) is lost per chunk.
@@ -140,7 +140,18 @@ type slab struct {
 	prev, next *slab  // links in the class's list of slabs with a free chunk
 	listed     bool
 	chunks     []chunk
-	nexts      []Loc // chain successors by chunk; nil until SetNext
+	links      []link // chain links by chunk; nil until a chunk of s is chained
+}
+
+// link is the chain bookkeeping of one chunk: its successor, and how many
+// of its references are held by chain predecessors (see [Arena.SetNext]).
+// A DecRef or LocDecRef may drop only the other references: the chain
+// drops its own when the predecessor is freed or relinked, so a DecRef
+// that would take the count down to preds is a DecRef too many, caught
+// there instead of when the chain is released.
+type link struct {
+	next  Loc
+	preds int32
 }
 
 // chunk is the bookkeeping of one chunk.
@@ -682,7 +693,7 @@ func (a *Arena) DecRef(buf []byte) bool {
 		return a.decRefBuf(buf)
 	}
 	ch := s.chunkAt(int32(i))
-	if ch.refs != 1 || s.nexts != nil {
+	if ch.refs != 1 || s.links != nil {
 		return a.decRefBuf(buf)
 	}
 	// pushFree, written out: with its call to slabChanged it is too
@@ -727,7 +738,7 @@ func (a *Arena) decRefBuf(buf []byte) bool {
 		panic(msgForeign)
 	}
 	ch := s.chunkAt(int32(i)) // i < len(s.chunks): checked above
-	if ch.refs != 1 || s.nexts != nil || checked.Enabled {
+	if ch.refs != 1 || s.links != nil || checked.Enabled {
 		return a.decRef(s, int32(i))
 	}
 	// The last reference to an unchained chunk.
@@ -746,6 +757,13 @@ func (a *Arena) decRef(s *slab, i int32) bool {
 		}
 		panic(msgDecRefFree)
 	}
+	if s.links != nil && ch.refs <= s.links[i].preds {
+		a.badFrees++
+		if checked.Enabled {
+			a.misuse("DecRef", checked.DoubleFree, s, i, "the chunk's only references are its chain predecessors'")
+		}
+		panic(msgDecRefChained)
+	}
 	ch.refs--
 	if ch.refs > 0 {
 		return false
@@ -757,7 +775,7 @@ func (a *Arena) decRef(s *slab, i int32) bool {
 // freeChunk puts chunk i of s, whose count just dropped to zero, back, and
 // drops the reference it held on its chain successor.
 func (a *Arena) freeChunk(s *slab, i int32) {
-	if s.nexts != nil {
+	if s.links != nil {
 		a.freeChain(s, i)
 		return
 	}
@@ -769,8 +787,8 @@ func (a *Arena) freeChunk(s *slab, i int32) {
 func (a *Arena) freeChain(s *slab, i int32) {
 	for {
 		var next Loc
-		if s.nexts != nil {
-			next, s.nexts[i] = s.nexts[i], Loc{}
+		if s.links != nil {
+			next, s.links[i].next = s.links[i].next, Loc{}
 		}
 		a.putChunk(s, i)
 		if next.IsNil() {
@@ -780,13 +798,53 @@ func (a *Arena) freeChain(s *slab, i int32) {
 			a.handoff = next // in another shard: the Shared releases it
 			return
 		}
-		s, i = a.slabs[next.slab&slotMask-1], int32(next.chunk)
-		ch := &s.chunks[i]
-		ch.refs--
-		if ch.refs > 0 {
+		if s, i = a.unlink(next); s == nil {
 			return
 		}
 	}
+}
+
+// unlink drops the reference a chain predecessor held on the chunk next
+// names. It returns the chunk if that was its last reference, for the
+// caller to free, and nil otherwise. It panics with "memkit/slab: stale
+// handle" if next's chunk was freed or holds no chain reference, which a
+// DecRef too many of the successor, caught by decRef, cannot cause: the
+// check keeps a chunk from going on its free list twice, whatever happened.
+func (a *Arena) unlink(next Loc) (*slab, int32) {
+	s := a.valid(next)
+	if s == nil || s.links == nil || s.links[next.chunk].preds <= 0 {
+		a.badFrees++
+		if checked.Enabled {
+			a.staleLoc("LocDecRef", next)
+		}
+		panic(msgStale)
+	}
+	i := int32(next.chunk)
+	s.links[i].preds--
+	ch := &s.chunks[i]
+	if ch.refs--; ch.refs > 0 {
+		return nil, 0
+	}
+	return s, i
+}
+
+// unchain drops the chain reference to next, a chunk of this arena, and
+// frees it, and its successors in turn, if that was its last reference.
+func (a *Arena) unchain(next Loc) {
+	if s, i := a.unlink(next); s != nil {
+		a.freeChain(s, i)
+	}
+}
+
+// chainRef adds a chain predecessor's reference to the live chunk nl
+// names, for SetNext. It panics like LocAddRef if nl is stale.
+func (a *Arena) chainRef(nl Loc) {
+	s, i := a.resolve(nl)
+	a.addRef(&s.chunks[i], msgAddRefFree)
+	if s.links == nil {
+		s.links = make([]link, len(s.chunks))
+	}
+	s.links[i].preds++
 }
 
 // putChunk pushes chunk i of s on its slab's free list.
@@ -954,10 +1012,10 @@ func (a *Arena) SetNext(buf, next []byte) {
 	var nl Loc
 	if next != nil {
 		nl = a.BufToLoc(next)
-		a.LocAddRef(nl)
+		a.chainRef(nl)
 	}
 	if old := a.swapNext(buf, nl); !old.IsNil() {
-		a.LocDecRef(old)
+		a.unchain(old)
 	}
 }
 
@@ -978,14 +1036,14 @@ func (a *Arena) live(buf []byte, op string) (*slab, int32) {
 // returns the previous one, whose reference the caller must drop.
 func (a *Arena) swapNext(buf []byte, nl Loc) Loc {
 	s, i := a.live(buf, "SetNext")
-	if s.nexts == nil {
+	if s.links == nil {
 		if nl.IsNil() {
 			return Loc{}
 		}
-		s.nexts = make([]Loc, len(s.chunks))
+		s.links = make([]link, len(s.chunks))
 	}
-	old := s.nexts[i]
-	s.nexts[i] = nl
+	old := s.links[i].next
+	s.links[i].next = nl
 	return old
 }
 
@@ -1025,10 +1083,10 @@ func (a *Arena) GetNext(buf []byte) []byte {
 // valid as long as buf's chunk holds it.
 func (a *Arena) NextLoc(buf []byte) Loc {
 	s, i := a.live(buf, "NextLoc")
-	if s.nexts == nil {
+	if s.links == nil {
 		return Loc{}
 	}
-	return s.nexts[i]
+	return s.links[i].next
 }
 
 // ReadStats overwrites *st with a snapshot of the arena's statistics and a

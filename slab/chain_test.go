@@ -143,3 +143,81 @@ func TestChain_OnSharedArena(t *testing.T) {
 		t.Fatalf("%d chunks live after dropping the head", s.LiveObjects)
 	}
 }
+
+// chainArena is what the chain misuse tests need of an Arena or a Shared.
+type chainArena interface {
+	slab.Chainer
+	Owns(buf []byte) bool
+	LocDecRef(l slab.Loc) bool
+}
+
+// checkChainHoldsItsReference makes the mistake of issue 13's first case
+// on the chunk next, chained after head: a DecRef too many, which drops the
+// reference the chain holds. It must panic at that call, and leave the
+// chain whole: dropping head frees both chunks once each, so that the next
+// allocations are all distinct and keep's bytes survive.
+func checkChainHoldsItsReference(t *testing.T, a chainArena, head, next, keep []byte, byLoc bool) {
+	t.Helper()
+	memtest.Fill(keep, 7)
+	a.SetNext(head, next)
+	loc := a.BufToLoc(next)
+	if a.DecRef(next) {
+		t.Fatal("DecRef of a chained chunk dropped its last reference")
+	}
+	const msg = "memkit/slab: DecRef of a chunk whose only references are its chain links (DecRef twice?)"
+	if byLoc {
+		wantMisuse(t, msg, "DecRef", checked.DoubleFree, func() { a.LocDecRef(loc) })
+	} else {
+		wantMisuse(t, msg, "DecRef", checked.DoubleFree, func() { a.DecRef(next) })
+	}
+	if !a.Owns(next) || a.NextLoc(head) != loc {
+		t.Fatal("the refused DecRef changed the chain")
+	}
+	if !a.DecRef(head) {
+		t.Fatal("DecRef of the head did not free it")
+	}
+	if a.Owns(next) || a.Owns(head) {
+		t.Fatal("dropping the head did not free the chain")
+	}
+	seen := map[uintptr]bool{addr(keep): true}
+	var got [][]byte
+	for range 64 {
+		b, err := a.TryAlloc(len(next))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[addr(b)] {
+			t.Fatalf("chunk %#x handed out twice", addr(b))
+		}
+		seen[addr(b)] = true
+		memtest.Fill(b, 9)
+		got = append(got, b)
+	}
+	if err := memtest.Verify(keep, 7); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range got {
+		a.DecRef(b)
+	}
+	a.DecRef(keep)
+}
+
+func TestArena_DecRefTwiceOfAChainedChunkPanics(t *testing.T) {
+	for _, byLoc := range []bool{false, true} {
+		a := mustArena(t, 64, 1<<16, 2)
+		checkChainHoldsItsReference(t, a, a.Alloc(64), a.Alloc(64), a.Alloc(64), byLoc)
+		if s := readStats(a); s.BadFrees != 1 || s.LiveObjects != 0 {
+			t.Fatalf("stats %v", &s)
+		}
+	}
+}
+
+func TestShared_DecRefTwiceOfAChainedChunkPanics(t *testing.T) {
+	for _, other := range []int{0, 1} { // next in head's shard, then in another
+		sh := mustShared(t, 64, 1<<16, slab.WithShards(4))
+		checkChainHoldsItsReference(t, sh, sh.AllocOn(0, 64), sh.AllocOn(other, 64), sh.AllocOn(0, 64), false)
+		if s := sharedStats(sh); s.BadFrees != 1 || s.LiveObjects != 0 {
+			t.Fatalf("shard %d: stats %v", other, &s)
+		}
+	}
+}

@@ -25,4 +25,7 @@ const (
 	msgForeign     = "memkit/slab: buffer not allocated by this arena"
 	msgLocRange    = "memkit/slab: Loc range outside its chunk"
 	msgRefOverflow = "memkit/slab: reference count overflow"
+
+	// A DecRef that would drop a reference a chain predecessor holds.
+	msgDecRefChained = "memkit/slab: DecRef of a chunk whose only references are its chain links (DecRef twice?)"
 )

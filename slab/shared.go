@@ -355,23 +355,17 @@ func (sh *Shared) decRef(s *shard, buf []byte, h *Loc) (last, chained bool) {
 // chunk whose successor is in another shard, to that successor.
 func (sh *Shared) release(h Loc) {
 	for !h.IsNil() {
-		if checked.Enabled {
-			h = sh.releaseOne(h) // unlocks the shard if LocDecRef reports a misuse
-			continue
-		}
-		s := sh.lockLoc(h)
-		s.a.LocDecRef(h)
-		h = s.a.takeHandoff()
-		s.unlock()
+		h = sh.releaseOne(h)
 	}
 }
 
 // releaseOne drops the chain reference to h and returns the successor in
-// another shard whose reference that dropped in turn, if any.
+// another shard whose reference that dropped in turn, if any. It unlocks
+// the shard even when the Arena panics on a stale link.
 func (sh *Shared) releaseOne(h Loc) Loc {
 	s := sh.lockLoc(h)
 	defer s.unlock()
-	s.a.LocDecRef(h)
+	s.a.unchain(h)
 	return s.a.takeHandoff()
 }
 
@@ -435,7 +429,7 @@ func (sh *Shared) SetNext(buf, next []byte) {
 		func() {
 			defer s.unlock()
 			nl = s.a.BufToLoc(next)
-			s.a.LocAddRef(nl)
+			s.a.chainRef(nl)
 		}()
 	}
 	s := sh.lockBuf(buf, false)
