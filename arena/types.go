@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/ptrfree"
 )
 
 // typeKey returns a key unique to T: the type descriptor of *T, read from
@@ -47,7 +48,7 @@ func infoFor[T any]() *typeInfo {
 	ti := &typeInfo{
 		size:  unsafe.Sizeof(zero),
 		align: unsafe.Alignof(zero),
-		ptrs:  hasPointers(reflect.TypeFor[T]()),
+		ptrs:  ptrfree.HasPointers(reflect.TypeFor[T]()),
 		newChunk: func(n uintptr) unsafe.Pointer {
 			return unsafe.Pointer(unsafe.SliceData(make([]T, n/unsafe.Sizeof(zero))))
 		},
@@ -77,26 +78,6 @@ func (ti *typeInfo) recycler(n uintptr) *sync.Pool {
 	}
 	v, _ := ti.recyclers.LoadOrStore(n, new(sync.Pool))
 	return v.(*sync.Pool)
-}
-
-// hasPointers reports whether a value of type t holds any Go pointer, which
-// the GC must see: pointers, unsafe.Pointer, strings, slices, maps,
-// channels, funcs and interfaces, at any depth.
-func hasPointers(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.UnsafePointer, reflect.String, reflect.Slice,
-		reflect.Map, reflect.Chan, reflect.Func, reflect.Interface:
-		return true
-	case reflect.Array:
-		return t.Len() > 0 && hasPointers(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if hasPointers(t.Field(i).Type) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // zeroBase is where zero-size objects and empty slices point, as

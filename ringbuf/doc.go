@@ -60,9 +60,9 @@
 //
 // # Typed records
 //
-// [Typed] carries values of a pointer-free type T, checked once with
-// [slab.CheckPointerFree]: the ring's memory is not scanned by the GC, so a
-// T holding a string or a pointer is refused at [NewTyped].
+// [Typed] carries values of a pointer-free type T, checked once per type:
+// the ring's memory is not scanned by the GC, so a T holding a string or a
+// pointer is refused at [NewTyped], with an error naming the field.
 //
 // # Implementation
 //

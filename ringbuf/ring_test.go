@@ -270,7 +270,7 @@ func TestTyped(t *testing.T) {
 		Name string
 	}
 	if _, err := ringbuf.NewTyped[named](4); err == nil ||
-		err.Error() != "memkit/slab: named.Name is a string: Go pointers cannot live in slab memory" {
+		err.Error() != "memkit/ringbuf: named.Name is a string: Go pointers cannot live in ringbuf memory" {
 		t.Fatalf("NewTyped of a pointerful type = %v", err)
 	}
 }

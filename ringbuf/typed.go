@@ -5,16 +5,17 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
-	"github.com/memkit/memkit/slab"
+	"github.com/memkit/memkit/internal/ptrfree"
 )
 
 // Typed is a [Ring] of fixed-layout records of type T, copied in and out
 // by value.
 //
 // T must hold no Go pointer (no pointer, string, slice, map, channel, func
-// or interface, at any depth): [NewTyped] refuses it with the error
-// [slab.CheckPointerFree] gives, because the ring's memory is not scanned
-// by the GC. Typed is safe for concurrent use by multiple goroutines, is
+// or interface, at any depth): [NewTyped] refuses it with an error naming
+// the first such field ("memkit/ringbuf: Person2.Name is a string: Go
+// pointers cannot live in ringbuf memory"), because the ring's memory is
+// not scanned by the GC. Typed is safe for concurrent use by multiple goroutines, is
 // not usable as a zero value (create it with NewTyped) and must not be
 // copied after first use. Write and Read cost what the Ring's do for a
 // record of unsafe.Sizeof(T) bytes and never allocate.
@@ -25,7 +26,7 @@ type Typed[T any] struct {
 // NewTyped returns a ring of slots records of type T, configured by opts,
 // or an error if T holds Go pointers or slots is out of range.
 func NewTyped[T any](slots int, opts ...Option) (*Typed[T], error) {
-	if err := slab.CheckPointerFree[T](); err != nil {
+	if err := ptrfree.Check[T]("ringbuf"); err != nil {
 		return nil, err
 	}
 	var zero T
