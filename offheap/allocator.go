@@ -128,22 +128,25 @@ func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 // ErrBudget is returned by [Allocator.Alloc] when the mapping would pass
 // the allocator's budget ([WithBudget]). Nothing changes but
 // Stats.Failures.
-var ErrBudget = errors.New("offheap: over budget")
+var ErrBudget = errors.New("memkit/offheap: over budget")
 
 // New returns an allocator configured by opts, or an error naming the first
 // invalid option.
 func New(opts ...Option) (*Allocator, error) {
 	cfg := config{quarantine: DefaultQuarantine}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("memkit/offheap: option %d is nil", i)
+		}
 		o(&cfg)
 	}
 	switch {
 	case cfg.quarantine < 0:
-		return nil, fmt.Errorf("offheap: Quarantine %d must be >= 0", cfg.quarantine)
+		return nil, fmt.Errorf("memkit/offheap: Quarantine %d must be >= 0", cfg.quarantine)
 	case cfg.budget < 0:
-		return nil, fmt.Errorf("offheap: Budget %d must be >= 0 (0: no limit)", cfg.budget)
+		return nil, fmt.Errorf("memkit/offheap: Budget %d must be >= 0 (0: no limit)", cfg.budget)
 	case cfg.alertFn != nil && cfg.alertAt <= 0:
-		return nil, fmt.Errorf("offheap: BudgetAlert threshold %d must be > 0", cfg.alertAt)
+		return nil, fmt.Errorf("memkit/offheap: BudgetAlert threshold %d must be > 0", cfg.alertAt)
 	}
 	a := &Allocator{guard: cfg.guard && GuardPages, quarantine: cfg.quarantine}
 	if cfg.budget > 0 || cfg.alertFn != nil {
@@ -179,7 +182,7 @@ func (a *Allocator) alloc(n int, huge bool) ([]byte, error) {
 		ok = ok && mapLen > size
 	}
 	if !ok {
-		return nil, fmt.Errorf("offheap: size %d too large", n)
+		return nil, fmt.Errorf("memkit/offheap: size %d too large", n)
 	}
 	if !a.budget.TryCharge(int64(size)) {
 		a.failed()
@@ -194,7 +197,7 @@ func (a *Allocator) alloc(n int, huge bool) ([]byte, error) {
 	if err != nil {
 		a.budget.Release(int64(size))
 		a.failed()
-		return nil, fmt.Errorf("offheap: mmap %d bytes: %w", mapLen, err)
+		return nil, fmt.Errorf("memkit/offheap: mmap %d bytes: %w", mapLen, err)
 	}
 	if huge && hugePages {
 		adviseHuge(b) // best effort: the mapping works without it
@@ -267,17 +270,22 @@ func (a *Allocator) Free(b []byte) error {
 	a.frees++
 	table.mu.Unlock()
 	a.budget.Release(int64(m.size))
+	var rec *checked.Record
 	if checked.Enabled {
 		// Before the unmap, while the address cannot be mapped again.
-		a.tr.Free("Free", start, checked.SkipWithin(pkgPath))
+		rec = a.tr.Free("Free", start, checked.SkipWithin(pkgPath))
 	}
 	// Unmap or protect after unlocking: the range is out of the table, so
 	// no other Free or Release can reach it.
 	if m.n != m.size {
 		return a.quarantineAdd(m)
 	}
+	if checked.Enabled {
+		a.hold(m, rec)
+		return nil
+	}
 	if err := sysFree(m.whole()); err != nil {
-		return fmt.Errorf("offheap: munmap: %w", err)
+		return fmt.Errorf("memkit/offheap: munmap: %w", err)
 	}
 	return nil
 }
@@ -289,7 +297,7 @@ func (a *Allocator) quarantineAdd(m mapping) error {
 	usable := m.whole()[:m.size]
 	if err := sysProtect(usable); err != nil {
 		_ = sysFree(m.whole())
-		return fmt.Errorf("offheap: mprotect: %w", err)
+		return fmt.Errorf("memkit/offheap: mprotect: %w", err)
 	}
 	_ = sysRelease(usable) // best effort: the pages are protected anyway
 	table.mu.Lock()
@@ -317,7 +325,7 @@ func (a *Allocator) evict(keep int64) error {
 		table.quarantined -= uint64(m.size)
 		table.mu.Unlock()
 		if err := sysFree(m.whole()); err != nil && first == nil {
-			first = fmt.Errorf("offheap: munmap: %w", err)
+			first = fmt.Errorf("memkit/offheap: munmap: %w", err)
 		}
 	}
 }

@@ -10,20 +10,26 @@ import (
 // under checked.Enabled, a constant, so a release build compiles the calls
 // away. Each Allocator's tracker holds its live mappings, keyed by the
 // start of the slice Alloc returned, with the length asked for and the
-// stack of the Alloc. There is no poison and no guard byte: freed memory is
-// unmapped (or protected, with guard pages), so a stale access faults
-// rather than writes, and overflow is what guard pages catch.
+// stack of the Alloc. Freed mappings wait, poisoned, in the tracker's
+// quarantine before they are unmapped (with guard pages: protected in the
+// allocator's own quarantine), and overflow is what guard pages catch.
 
 // pkgPath is this package's import path, for checked.SkipWithin: a
 // recorded stack starts at the code that called into the package.
 const pkgPath = "github.com/memkit/memkit/offheap"
 
 func misuse(kind string, addr uintptr, rec *checked.Record, detail string) *checked.Misuse {
-	m := &checked.Misuse{Allocator: "offheap", Op: "Free", Kind: kind, Addr: addr, Detail: detail}
-	if rec != nil {
-		m.Size, m.Alloc, m.Free = rec.Size, rec.Alloc, rec.Free
-	}
-	return m
+	return checked.Report("offheap", "Free", kind, addr, rec, detail)
+}
+
+// hold keeps the freed mapping m mapped, poisoned, in the tracker's
+// quarantine instead of unmapping it at once, so that the kernel cannot
+// hand its addresses to a new mapping yet: a second Free is then a double
+// free naming both stacks, not the free of a new owner's memory, and a
+// write after Free is reported when the mapping leaves the quarantine or by
+// memkit.Leaks.
+func (a *Allocator) hold(m mapping, rec *checked.Record) {
+	a.tr.Hold("Free", rec, m.whole()[:m.size], func() { _ = sysFree(m.whole()) })
 }
 
 // badFreeChecked returns the report of a Free at start (of a slice of

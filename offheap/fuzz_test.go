@@ -39,7 +39,7 @@ func FuzzOffheap(f *testing.F) {
 			_ = g.Purge()
 		}()
 		for ops.More() {
-			switch op := ops.Byte() % 6; {
+			switch op := ops.Byte() % 8; {
 			case (op == 0 || op == 4) && len(m.Live) < maxLive:
 				n := ops.Uint16() % 20000
 				a := offheap.Default()
@@ -96,14 +96,17 @@ func FuzzOffheap(f *testing.F) {
 				if startsLive(b) {
 					continue
 				}
-				free := func() { _ = offheap.Free(b) }
-				if checked.Enabled {
-					if mu := misuseOf(free); mu == nil || mu.Allocator != "offheap" {
-						t.Fatalf("double Free: misuse %v", mu)
-					}
-				} else if got := memtest.PanicOf(free); got != "memkit/offheap: double free or foreign memory" {
-					t.Fatalf("double Free: panic %q", got)
+				wantBadFree(t, func() { _ = offheap.Free(b) })
+				bad++
+			case op == 6 && len(m.Live) > 0:
+				// A Free of a live mapping's slice re-sliced past its start,
+				// or of memory no allocator mapped: refused, nothing freed.
+				blk := m.Live[int(ops.Byte())%len(m.Live)].Buf
+				wrong := make([]byte, 1+ops.Byte()%64)
+				if ops.Byte()%2 == 0 && cap(blk) > 1 {
+					wrong = blk[:cap(blk)][1:]
 				}
+				wantBadFree(t, func() { _ = owner[addr(blk)].Free(wrong) })
 				bad++
 			}
 		}
@@ -121,3 +124,16 @@ func FuzzOffheap(f *testing.F) {
 // startsLive reports whether a live mapping of the process holds b's first
 // byte (its own mapping, or one mapped at the same place since).
 func startsLive(b []byte) bool { return offheap.LiveAt(addr(b)) }
+
+// wantBadFree fails t unless free panics with memkit's message: the release
+// build's one text, or the checked build's report from offheap.
+func wantBadFree(t *testing.T, free func()) {
+	t.Helper()
+	if checked.Enabled {
+		if mu := misuseOf(free); mu == nil || mu.Allocator != "offheap" {
+			t.Fatalf("bad Free: misuse %v", mu)
+		}
+	} else if got := memtest.PanicOf(free); got != badFree {
+		t.Fatalf("bad Free: panic %q", got)
+	}
+}

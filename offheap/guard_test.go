@@ -14,7 +14,7 @@ import (
 	"github.com/memkit/memkit/offheap"
 )
 
-func newGuarded(t *testing.T, opts ...offheap.Option) *offheap.Allocator {
+func newGuarded(t testing.TB, opts ...offheap.Option) *offheap.Allocator {
 	t.Helper()
 	a, err := offheap.New(append([]offheap.Option{offheap.WithGuardPages()}, opts...)...)
 	if err != nil {
@@ -28,7 +28,7 @@ func newGuarded(t *testing.T, opts ...offheap.Option) *offheap.Allocator {
 	return a
 }
 
-func skipWithoutGuardPages(t *testing.T) {
+func skipWithoutGuardPages(t testing.TB) {
 	t.Helper()
 	if !offheap.GuardPages {
 		t.Skip("no guard pages on this platform")
@@ -238,9 +238,11 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		opt  offheap.Option
 		want string
 	}{
-		{offheap.WithQuarantine(-1), "offheap: Quarantine -1 must be >= 0"},
-		{offheap.WithBudget(-1), "offheap: Budget -1 must be >= 0 (0: no limit)"},
-		{offheap.WithBudgetAlert(0, func(int64, bool) {}), "offheap: BudgetAlert threshold 0 must be > 0"},
+		{offheap.WithQuarantine(-1), "memkit/offheap: Quarantine -1 must be >= 0"},
+		{offheap.WithBudget(-1), "memkit/offheap: Budget -1 must be >= 0 (0: no limit)"},
+		{offheap.WithBudgetAlert(0, func(int64, bool) {}), "memkit/offheap: BudgetAlert threshold 0 must be > 0"},
+		{offheap.WithBudgetAlert(-5, func(int64, bool) {}), "memkit/offheap: BudgetAlert threshold -5 must be > 0"},
+		{nil, "memkit/offheap: option 0 is nil"},
 	} {
 		a, err := offheap.New(tc.opt)
 		if a != nil || err == nil || err.Error() != tc.want {

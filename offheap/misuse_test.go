@@ -3,6 +3,7 @@
 package offheap_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -100,4 +101,28 @@ func TestMisuse_Leak(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A freed mapping waits in the quarantine, still mapped: a new Alloc cannot
+// take its address, so a late second Free is a double free, not the free of
+// the new mapping, and a write into it is reported by memkit.Leaks.
+func TestMisuse_QuarantineKeepsAddresses(t *testing.T) {
+	a := offheap.Default()
+	b, _ := a.Alloc(100)
+	if err := a.Free(b); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := a.Alloc(100)
+	defer func() { _ = a.Free(fresh) }()
+	if addr(fresh) == addr(b) {
+		t.Fatal("a new mapping took the address of one in quarantine")
+	}
+	checkMisuse(t, misuseOf(func() { _ = a.Free(b) }), checked.DoubleFree, "TestMisuse_QuarantineKeepsAddresses", true)
+	b[5] = 1
+	_, err := memkit.Leaks(a)
+	var m *memkit.Misuse
+	if !errors.As(err, &m) || m.Kind != checked.UseAfterFree || m.Addr != addr(b) {
+		t.Fatalf("Leaks after a write into a freed mapping: %v", err)
+	}
+	b[5] = checked.PoisonByte // leave the quarantine whole for the tests after this one
 }

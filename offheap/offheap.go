@@ -146,7 +146,7 @@ func Release(b []byte) error {
 		return nil
 	}
 	if err := sysRelease(unsafe.Slice((*byte)(unsafe.Add(p, lo-start)), hi-lo)); err != nil {
-		return fmt.Errorf("offheap: madvise: %w", err)
+		return fmt.Errorf("memkit/offheap: madvise: %w", err)
 	}
 	return nil
 }
