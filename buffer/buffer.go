@@ -250,14 +250,20 @@ func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
 }
 
 // ReadFrom appends what r yields until io.EOF, which it does not return,
-// or another error, which it does.
+// or another error, which it does. It never reads a byte it cannot keep: what
+// the buffer did not take is still in r.
 //
-// A [FixedPool] buffer fills its storage first. When it is full, one byte
-// more is asked of r: at io.EOF the buffer has not grown, so a body of
-// exactly the pool's size never expands. If the byte comes, an [Expand]
-// buffer grows and goes on; a [Strict] one keeps what fit and returns
-// io.ErrShortWrite, r having been read one byte past. Other buffers make
-// room for 512 bytes before each Read, as bytes.Buffer.
+// A [FixedPool] buffer fills its storage first. When it is full it must
+// learn whether r has more before it expands: from an io.ByteScanner
+// (bufio.Reader, bytes.Reader, strings.Reader, ...) it reads one byte and,
+// if the buffer cannot take it, unreads it, so a body of exactly the pool's
+// size never expands and never fails. From another reader, an [Expand]
+// buffer without a budget reads one byte and expands if it comes; a
+// [Strict] buffer, or an Expand one with a budget, cannot give a byte back,
+// so it does not read past a full buffer: Strict returns io.ErrShortWrite
+// (even if r happened to be at its end), Expand with a budget expands
+// first, or returns io.ErrShortWrite if the budget refuses. Other buffers
+// make room for 512 bytes before each Read, as bytes.Buffer.
 func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	if checked.Enabled {
 		b.check("ReadFrom")
@@ -266,16 +272,8 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	for {
 		if len(b.buf) == cap(b.buf) {
 			if b.fp != nil {
-				m, err := r.Read(b.probe[:])
-				if m > 0 {
-					// Room for the byte: a slide if bytes were read,
-					// else an expansion (or a refusal).
-					if !b.grow(1) {
-						return total, b.refuse()
-					}
-					b.buf = append(b.buf, b.probe[0])
-					total++
-				}
+				m, err := b.readPastFull(r)
+				total += int64(m)
 				if err == io.EOF {
 					return total, nil
 				}
@@ -302,6 +300,60 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 			return total, err
 		}
 	}
+}
+
+// readPastFull makes room in a full FixedPool buffer for ReadFrom, reading
+// at most one byte of r, and only one the buffer keeps. It returns the bytes
+// appended (0 or 1) and r's error (io.EOF: r ended with the buffer full), or
+// io.ErrShortWrite if the buffer may not grow.
+func (b *Buffer) readPastFull(r io.Reader) (int, error) {
+	if b.off > 0 || b.owned {
+		// A slide of the unread bytes, or the growth of storage already
+		// expanded: no probe needed, and nothing read if it is refused.
+		n := 1
+		if b.off == 0 {
+			n = minRead
+		}
+		if !b.grow(n) {
+			return 0, b.refuse()
+		}
+		return 0, nil
+	}
+	if sc, ok := r.(io.ByteScanner); ok {
+		c, err := sc.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		if !b.grow(1) {
+			err := b.refuse()
+			if uerr := sc.UnreadByte(); uerr != nil {
+				return 0, uerr // r broke io.ByteScanner's contract
+			}
+			return 0, err
+		}
+		b.buf = append(b.buf, c)
+		return 1, nil
+	}
+	if b.fp.strict {
+		return 0, b.refuse()
+	}
+	if b.fp.budget != nil {
+		// The byte could not be given back if the budget refused the
+		// expansion: expand first.
+		if !b.grow(1) {
+			return 0, b.refuse()
+		}
+		return 0, nil
+	}
+	m, err := r.Read(b.probe[:])
+	if m < 0 || m > 1 {
+		panic(msgBadRead)
+	}
+	if m == 1 {
+		b.grow(1) // an Expand buffer without a budget always grows
+		b.buf = append(b.buf, b.probe[0])
+	}
+	return m, err
 }
 
 // AppendInt appends the integer i in the given base, as strconv.AppendInt.

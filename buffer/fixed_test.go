@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/memkit/memkit/buffer"
@@ -364,5 +365,73 @@ func TestFixedPool_Race(t *testing.T) {
 	}
 	if st.BadFrees != 0 {
 		t.Fatalf("bad frees: %d", st.BadFrees)
+	}
+}
+
+// plainReader hides every method of its reader but Read, as an HTTP body
+// or a net.Conn does.
+type plainReader struct{ r io.Reader }
+
+func (p plainReader) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// TestFixedPool_ReadFromLosesNoByte reads bodies around the pool's size
+// through a buffer that cannot keep them all (Strict, or Expand at its
+// budget) and checks that what the buffer took followed by what is left in
+// the reader is the whole body: no byte read past a full buffer is dropped
+// (issue 13, case 8).
+func TestFixedPool_ReadFromLosesNoByte(t *testing.T) {
+	const size = 64
+	pools := map[string][]buffer.Option{
+		"Strict":        {buffer.WithOverflow(buffer.Strict)},
+		"Expand/budget": {buffer.WithBudget(1)},
+	}
+	readers := map[string]func(string) io.Reader{
+		"ByteScanner": func(s string) io.Reader { return strings.NewReader(s) },
+		"plain":       func(s string) io.Reader { return plainReader{strings.NewReader(s)} },
+		"oneByte":     func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+	}
+	for pname, opts := range pools {
+		for rname, mk := range readers {
+			for _, n := range []int{size - 1, size, size + 1, size + 100} {
+				t.Run(fmt.Sprintf("%s/%s/len=%d", pname, rname, n), func(t *testing.T) {
+					p := mustFixed(t, 1, size, opts...)
+					b := p.Checkout()
+					defer b.Close()
+					body := strings.Repeat("0123456789abcdef", 20)[:n]
+					r := mk(body)
+					got, err := b.ReadFrom(r)
+					rest, rerr := io.ReadAll(r)
+					if rerr != nil {
+						t.Fatal(rerr)
+					}
+					if b.String()+string(rest) != body || got != int64(b.Len()) {
+						t.Fatalf("ReadFrom = %d, %v: buffer %q + reader %q != body %q", got, err, b.String(), rest, body)
+					}
+					if b.Len() > size || p.Expansions() != 0 {
+						t.Fatalf("buffer grew to %d bytes, %d expansions", b.Len(), p.Expansions())
+					}
+					// Only a reader that cannot unread may be stopped
+					// at exactly the size with a byte-less error.
+					wantErr := n > size || n == size && rname != "ByteScanner"
+					if (err == io.ErrShortWrite) != wantErr || err != nil && err != io.ErrShortWrite {
+						t.Fatalf("ReadFrom of %d bytes = %d, %v", n, got, err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestFixedPool_ReadFromSlidesAfterRead checks that a full buffer whose
+// front was read makes room by sliding, neither expanding nor refusing.
+func TestFixedPool_ReadFromSlidesAfterRead(t *testing.T) {
+	p := mustFixed(t, 1, 8, buffer.WithOverflow(buffer.Strict))
+	b := p.Checkout()
+	defer b.Close()
+	b.WriteString("abcdefgh")
+	b.Read(make([]byte, 3))
+	n, err := b.ReadFrom(plainReader{strings.NewReader("xy")})
+	if n != 2 || err != nil || b.String() != "defghxy" {
+		t.Fatalf("ReadFrom = %d, %v, %q", n, err, b.String())
 	}
 }
