@@ -1,0 +1,46 @@
+// Package slab is a drop-in replacement for github.com/funny/slab built on
+// memkit's [github.com/memkit/memkit/bytepool]: the same package name, the
+// Pool interface, NoPool and the four constructors with their parameters,
+// so that migrating is a change of import path:
+//
+//	import "github.com/funny/slab"                          // before
+//	import slab "github.com/memkit/memkit/compat/funnyslab" // after
+//
+// Programs that pick the pool by configuration ("sync" | "atom" | "chan" |
+// "lock") keep doing so; every pool is a [Pool].
+//
+// # What each pool is now
+//
+// NewAtomPool, NewChanPool and NewLockPool reserve, as funny/slab did, a page
+// of pageSize bytes per size class up front and carve the chunks of that
+// class out of it; when a class's page is used up, Alloc falls back to make.
+// All three are now one implementation, a Bounded [bytepool.Pool] (sharded
+// free lists, one uncontended compare-and-swap per Alloc or Free, no
+// allocation), since none of funny/slab's three locking schemes is faster.
+// NewSyncPool is an Elastic bytepool.Pool: buffers from the Go heap, kept for
+// reuse and given back to the GC within about three GC cycles, without
+// sync.Pool's boxing allocation per Free (funny/slab's SyncPool cost 32 B and
+// one allocation per Alloc/Free pair).
+//
+// # Differences from funny/slab
+//
+//   - Classes are powers of two from minSize (rounded up to a power of two of
+//     at least 8) to maxSize (rounded up to a power of two), for any factor:
+//     a factor above 2 gives finer classes than funny/slab's, never coarser.
+//     A request above maxSize is served by make, as before.
+//   - The pages of all classes form one region (classes × pageSize bytes),
+//     taken by classes as they need it: a busy class may use the pages idle
+//     classes would have had, so make is needed later than in funny/slab, and
+//     never before the region is used up.
+//   - A second Free of an Atom, Chan or Lock pool's chunk panics with
+//     "memkit/bytepool: double free" instead of handing the chunk to two
+//     users; a second Free of a Sync pool's buffer panics while the buffer is
+//     still idle. A buffer the pool did not hand out, or one re-sliced past its
+//     start, is dropped (counted in Stats.BadFrees), never filed into a class.
+//   - Alloc with a negative size panics with "memkit/bytepool: negative size".
+//   - Parameters funny/slab accepted and then misbehaved with (minSize above
+//     maxSize, a factor below 2, pageSize smaller than maxSize) make the
+//     constructor panic with "memkit/funnyslab: " and the bad parameter.
+//   - Each pool's Unwrap returns the bytepool.Pool, whose ReadStats reports
+//     what funny/slab had no way to see.
+package slab
