@@ -521,14 +521,11 @@ func (b *Buffer) Free() {
 		b.checkFree("Free")
 	}
 	if b.fp != nil {
-		if b.fp.close(b) != nil {
+		if b.fp.close(b, "Free") != nil {
 			if checked.Enabled {
 				b.doubleFree("Free")
 			}
 			panic(msgDoubleFree)
-		}
-		if checked.Enabled {
-			b.untrack("Free")
 		}
 		return
 	}
@@ -552,11 +549,7 @@ func (b *Buffer) Close() error {
 		b.checkFree("Close")
 	}
 	if b.fp != nil {
-		err := b.fp.close(b)
-		if checked.Enabled && err == nil {
-			b.untrack("Close")
-		}
-		return err
+		return b.fp.close(b, "Close")
 	}
 	if b.state == stFree {
 		return ErrClosed

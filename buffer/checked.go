@@ -2,6 +2,7 @@ package buffer
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -40,11 +41,7 @@ func (b *Buffer) tracker() *checked.Tracker {
 
 // misuse returns a report about b, with the stacks of rec if not nil.
 func (b *Buffer) misuse(op, kind string, rec *checked.Record, detail string) *checked.Misuse {
-	m := &checked.Misuse{Allocator: "buffer", Op: op, Kind: kind, Addr: b.addr(), Detail: detail}
-	if rec != nil {
-		m.Size, m.Alloc, m.Free = rec.Size, rec.Alloc, rec.Free
-	}
-	return m
+	return checked.Report("buffer", op, kind, b.addr(), rec, detail)
 }
 
 // stale panics for a use of b after its Free or Close.
@@ -87,9 +84,30 @@ func (b *Buffer) doubleFree(op string) {
 	panic(b.misuse(op, checked.DoubleFree, b.tracker().Freed(b.addr()), ""))
 }
 
-// untrack records the Free or Close of b.
-func (b *Buffer) untrack(op string) {
-	b.tracker().Free(op, b.addr(), checked.SkipWithin(pkgPath))
+// untrack records the Free or Close of b and returns its record. b stays
+// reachable until the tracker has forgotten its address: were it collected
+// before, the GC could give the address to a new header whose Alloc the
+// tracker would then take for b's (a false "double free" at that header's
+// Close).
+func (b *Buffer) untrack(op string) *checked.Record {
+	rec := b.tracker().Free(op, b.addr(), checked.SkipWithin(pkgPath))
+	runtime.KeepAlive(b)
+	return rec
+}
+
+// hold puts the slot of b, a FixedPool buffer closed by op, in the pool's
+// quarantine: poisoned, and back on the free list only once the tracker
+// lets it go (checking the poison then).
+func (p *FixedPool) hold(b *Buffer, op string) {
+	rec := b.untrack(op)
+	i := b.slot
+	p.track.Hold(op, rec, p.slotMem(i), func() { p.push(i) })
+}
+
+// slotMem is slot i's buffer in the checked build's layout.
+func (p *FixedPool) slotMem(i int32) []byte {
+	off := int(i) * (p.size + slotGuard)
+	return p.mem[off : off+p.size : off+p.size]
 }
 
 // poisonAll fills every buffer of a new FixedPool with poison and every
@@ -103,12 +121,6 @@ func (p *FixedPool) poisonAll() {
 	}
 }
 
-// poison fills slot i's buffer with poison, at its Close.
-func (p *FixedPool) poison(i int) {
-	off := i * (p.size + slotGuard)
-	checked.Fill(p.mem[off:off+p.size], checked.PoisonByte)
-}
-
 // takeChecked is take in the checked build: a header of its own for every
 // checkout, and the poison checked before the buffer is handed out.
 func (p *FixedPool) takeChecked(s *fixedShard, sl *fixedSlot, i int32) *Buffer {
@@ -116,21 +128,17 @@ func (p *FixedPool) takeChecked(s *fixedShard, sl *fixedSlot, i int32) *Buffer {
 	b := &Buffer{pool: p.pool, fp: p, slot: i}
 	sl.dbg = b
 	sl.out = 1
-	s.unlock()
-	off := int(i) * (p.size + slotGuard)
-	mem := p.mem[off : off+p.size : off+p.size]
+	s.mu.Unlock()
+	mem := p.slotMem(i)
 	if k := checked.FirstNot(mem, checked.PoisonByte); k >= 0 {
 		var rec *checked.Record
 		if prev != nil {
 			rec = p.track.Freed(prev.addr())
 		}
-		m := &checked.Misuse{Allocator: "buffer", Op: "Checkout", Kind: checked.UseAfterFree,
-			Addr: uintptr(unsafe.Pointer(unsafe.SliceData(mem))), Size: p.size, Detail: fmt.Sprintf(
-				"byte %d of the %d-byte buffer is %#x, not the poison %#x: written after its Close",
-				k, p.size, mem[k], checked.PoisonByte)}
-		if rec != nil {
-			m.Alloc, m.Free = rec.Alloc, rec.Free
-		}
+		m := p.track.Report("Checkout", checked.UseAfterFree, uintptr(unsafe.Pointer(unsafe.SliceData(mem))), rec,
+			fmt.Sprintf("byte %d of the %d-byte buffer is %#x, not the poison %#x: written after its Close",
+				k, p.size, mem[k], checked.PoisonByte))
+		m.Size = p.size
 		panic(m)
 	}
 	b.buf = mem[:0]
@@ -160,28 +168,22 @@ func checkOwned(b []byte) {
 	bp := bytepool.Default()
 	t := checked.TrackerOf(bp)
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
-	m := &checked.Misuse{Allocator: "buffer", Op: "PushOwned", Addr: addr}
+	report := func(kind string, rec *checked.Record, detail string) *checked.Misuse {
+		return checked.Report("buffer", "PushOwned", kind, addr, rec, detail)
+	}
 	if r := t.Lookup(addr); r != nil {
 		if cap(b) == bp.ClassSize(r.Size) {
 			return
 		}
-		m.Kind, m.Size, m.Alloc = checked.MovedFree, r.Size, r.Alloc
-		m.Detail = fmt.Sprintf("its capacity is %d, but bytepool.Get handed it out with %d", cap(b), bp.ClassSize(r.Size))
-		panic(m)
+		panic(report(checked.MovedFree, r, fmt.Sprintf("its capacity is %d, but bytepool.Get handed it out with %d", cap(b), bp.ClassSize(r.Size))))
 	}
 	if r := t.Freed(addr); r != nil && cap(b) == bp.ClassSize(r.Size) {
-		m.Kind, m.Size, m.Alloc, m.Free = checked.DoubleFree, r.Size, r.Alloc, r.Free
-		m.Detail = "the buffer was put back to bytepool already"
-		panic(m)
+		panic(report(checked.DoubleFree, r, "the buffer was put back to bytepool already"))
 	}
 	for _, r := range t.Live() {
 		if addr > r.Addr && addr-r.Addr < uintptr(bp.ClassSize(r.Size)) {
-			m.Kind, m.Size, m.Alloc = checked.MovedFree, r.Size, r.Alloc
-			m.Detail = fmt.Sprintf("it starts at byte %d of the buffer bytepool.Get handed out at %#x", addr-r.Addr, r.Addr)
-			panic(m)
+			panic(report(checked.MovedFree, &r, fmt.Sprintf("it starts at byte %d of the buffer bytepool.Get handed out at %#x", addr-r.Addr, r.Addr)))
 		}
 	}
-	m.Kind = checked.ForeignFree
-	m.Detail = "not a buffer of bytepool.Default"
-	panic(m)
+	panic(report(checked.ForeignFree, nil, "not a buffer of bytepool.Default"))
 }

@@ -1,13 +1,11 @@
 package buffer
 
 import (
-	"math/bits"
-	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -55,9 +53,16 @@ import (
 // the buffer was checked out again once; only after a second checkout
 // does the stale header serve a new owner. Close also detaches a header's
 // storage, so that a stale write lands in fresh memory rather than in the
-// next user's buffer. With the memkitdebug build tag every checkout gets a
-// header of its own, every stale Close returns ErrClosed and every other
-// stale use panics (see the package's "Checked build").
+// next user's buffer. The release build cannot tell a stale Close through
+// a header that serves a new owner from the owner's own Close: it closes
+// the owner's checkout. With the memkitdebug build tag every checkout gets
+// a header of its own, every stale Close returns ErrClosed (a stale Free
+// panics with a DoubleFree report), every other stale use panics, and a
+// closed buffer waits, poisoned, in the tracker's bounded quarantine
+// before it is checked out again (Checkout lets the quarantine go rather
+// than miss), so that a write through a view kept past Close is reported
+// with its stacks by the next Checkout that takes it, or by memkit.Leaks
+// (see the package's "Checked build").
 //
 // # Budget
 //
@@ -77,6 +82,7 @@ type FixedPool struct {
 
 	budget *budget.Budget   // misses and expansions; nil: no limit, no alert
 	track  *checked.Tracker // checked build only: the checkouts out
+	held   atomic.Int64     // checked build only: closed slots in the quarantine
 }
 
 // slotGuard is the gap of guard bytes after each slot in the checked build,
@@ -106,7 +112,7 @@ func (sl *fixedSlot) isOut(b *Buffer) bool {
 // fixedShard is a free list of the slots whose home it is, behind a
 // one-word spinlock, with the counters of the operations it served.
 type fixedShard struct {
-	mu   atomic.Uint32
+	mu   shard.Lock
 	top  int32 // first idle slot, or -1
 	idle int32
 
@@ -115,8 +121,11 @@ type fixedShard struct {
 	expansions, refusals uint64
 	badCloses            uint64
 
-	_ [64]byte
+	_ shard.Pad
 }
+
+// TryLock locks s if it is free, for shard.LockAny.
+func (s *fixedShard) TryLock() bool { return s.mu.TryLock() }
 
 // NewFixedPool reserves count buffers of size bytes and returns the pool,
 // or an error naming the bad parameter or option. It reads [WithOverflow],
@@ -150,10 +159,7 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 			return nil, err
 		}
 	}
-	n := 1
-	for n < 2*runtime.GOMAXPROCS(0) && n < 64 {
-		n *= 2
-	}
+	n := min(shard.PerP(2, 1), 64)
 	for n > count {
 		n /= 2
 	}
@@ -195,16 +201,15 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 // with [Buffer.Close].
 func (p *FixedPool) Checkout() *Buffer {
 	// lockShard, written out to save a call.
-	var marker byte
-	h := (uintptr(unsafe.Pointer(&marker)) >> 11) * hashMul >> (bits.UintSize - 16)
+	h := shard.Hint()
 	s := &p.shards[h&p.mask]
-	if !s.mu.CompareAndSwap(0, 1) {
-		s, h = p.lockShardSlow(h)
+	if !s.mu.TryLock() {
+		s, h = shard.LockAny(p.shards, h)
 	}
 	if i := s.top; i >= 0 {
 		return p.take(s, i)
 	}
-	s.unlock()
+	s.mu.Unlock()
 	return p.checkoutSlow(h, false)
 }
 
@@ -217,7 +222,7 @@ func (p *FixedPool) TryCheckout() (*Buffer, bool) {
 	if i := s.top; i >= 0 {
 		return p.take(s, i), true
 	}
-	s.unlock()
+	s.mu.Unlock()
 	b := p.checkoutSlow(h, true)
 	return b, b != nil
 }
@@ -235,7 +240,7 @@ func (p *FixedPool) take(s *fixedShard, i int32) *Buffer {
 	b := &sl.hdr[sl.flip]
 	sl.out = sl.flip + 1
 	sl.flip ^= 1
-	s.unlock()
+	s.mu.Unlock()
 	// The header's pool, fp and slot never change, and Close left off and
 	// owned zero: only the storage is set.
 	off := int(i) * p.size
@@ -245,15 +250,18 @@ func (p *FixedPool) take(s *fixedShard, i int32) *Buffer {
 
 // checkoutSlow looks for an idle buffer in every shard after the home
 // shard h, and makes a miss if there is none. With try, it returns nil,
-// counting a failure, if the miss would pass the budget.
+// counting a failure, if the miss would pass the budget. In the checked
+// build, before making a miss it lets the quarantine go (checking it), so
+// that the pool misses only when every buffer is out.
 func (p *FixedPool) checkoutSlow(h uintptr, try bool) *Buffer {
-	for k := uintptr(1); k <= p.mask; k++ {
-		s := &p.shards[(h+k)&p.mask]
-		s.lock()
-		if i := s.top; i >= 0 {
-			return p.take(s, i)
+	if b := p.takeAny(h); b != nil {
+		return b
+	}
+	if checked.Enabled && p.held.Load() > 0 {
+		p.track.Flush("Checkout")
+		if b := p.takeAny(h); b != nil {
+			return b
 		}
-		s.unlock()
 	}
 	if p.budget != nil {
 		if !try {
@@ -264,22 +272,37 @@ func (p *FixedPool) checkoutSlow(h uintptr, try bool) *Buffer {
 		}
 	}
 	b := &Buffer{buf: make([]byte, 0, p.size), pool: p.pool, fp: p, slot: -1}
-	s, _ := p.lockShard()
-	s.misses++
-	s.unlock()
+	p.count(func(s *fixedShard) { s.misses++ })
 	if checked.Enabled {
-		p.track.Alloc(uintptr(unsafe.Pointer(b)), p.size, checked.SkipWithin(pkgPath))
+		p.track.Alloc(b.addr(), p.size, checked.SkipWithin(pkgPath))
 	}
 	return b
 }
 
-// close is Close and Free of a FixedPool buffer.
-func (p *FixedPool) close(b *Buffer) error {
+// takeAny takes an idle buffer from the first shard after the home shard
+// h that has one, or returns nil.
+func (p *FixedPool) takeAny(h uintptr) *Buffer {
+	for k := uintptr(1); k <= p.mask+1; k++ {
+		s := &p.shards[(h+k)&p.mask]
+		s.mu.Lock()
+		if i := s.top; i >= 0 {
+			return p.take(s, i)
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// close is Close and Free of a FixedPool buffer, op naming which.
+func (p *FixedPool) close(b *Buffer, op string) error {
 	if b.slot < 0 {
 		// A miss: not the pool's, and never handed out again.
 		if !atomic.CompareAndSwapUint32(&b.state, stLive, stFree) {
 			p.count(func(s *fixedShard) { s.badCloses++ })
 			return ErrClosed
+		}
+		if checked.Enabled {
+			b.untrack(op)
 		}
 		charged := p.size
 		if b.owned {
@@ -293,28 +316,31 @@ func (p *FixedPool) close(b *Buffer) error {
 		return nil
 	}
 	s := &p.shards[uintptr(b.slot)&p.mask]
-	s.lock()
+	s.mu.Lock()
 	sl := &p.slots[b.slot]
 	if !sl.isOut(b) {
 		s.badCloses++
-		s.unlock()
+		s.mu.Unlock()
 		return ErrClosed
 	}
 	sl.out = 0
-	if checked.Enabled {
-		// sl.dbg stays: a write after Close is reported with its stacks.
-		b.state = stFree
-		p.poison(int(b.slot))
-	}
 	grown, owned := b.buf, b.owned
 	// Detach the storage (a stale write then grows into fresh memory
 	// rather than the next user's), keeping the pointer: no write barrier.
 	b.buf, b.off, b.owned = b.buf[:0:0], 0, false
-	sl.next = s.top
-	s.top = b.slot
-	s.idle++
 	s.closes++
-	s.unlock()
+	if checked.Enabled {
+		// The slot waits in the quarantine rather than on the free list.
+		b.state = stFree
+		p.held.Add(1)
+		s.mu.Unlock()
+		p.hold(b, op)
+	} else {
+		sl.next = s.top
+		s.top = b.slot
+		s.idle++
+		s.mu.Unlock()
+	}
 	if owned {
 		p.pool.bp.Put(grown)
 		if p.budget != nil {
@@ -322,6 +348,18 @@ func (p *FixedPool) close(b *Buffer) error {
 		}
 	}
 	return nil
+}
+
+// push puts slot i back on its home shard's free list, from the
+// quarantine (checked build).
+func (p *FixedPool) push(i int32) {
+	s := &p.shards[uintptr(i)&p.mask]
+	s.mu.Lock()
+	p.slots[i].next = s.top
+	s.top = i
+	s.idle++
+	s.mu.Unlock()
+	p.held.Add(-1)
 }
 
 // dropStorage detaches b's storage, returning it to bytepool if it came
@@ -341,52 +379,19 @@ func (p *FixedPool) countRefusal()   { p.count(func(s *fixedShard) { s.refusals+
 func (p *FixedPool) count(f func(s *fixedShard)) {
 	s, _ := p.lockShard()
 	f(s)
-	s.unlock()
+	s.mu.Unlock()
 }
 
 // lockShard locks and returns the calling goroutine's shard, chosen by a
-// hash of an address on its stack (as bytepool does), or, if that one is
-// busy, the next free one, and the hash.
+// hash of an address on its stack, or, if that one is busy, the next free
+// one, and its hint.
 func (p *FixedPool) lockShard() (*fixedShard, uintptr) {
-	var marker byte
-	h := (uintptr(unsafe.Pointer(&marker)) >> 11) * hashMul >> (bits.UintSize - 16)
-	if s := &p.shards[h&p.mask]; s.mu.CompareAndSwap(0, 1) {
+	h := shard.Hint()
+	if s := &p.shards[h&p.mask]; s.mu.TryLock() {
 		return s, h
 	}
-	return p.lockShardSlow(h)
+	return shard.LockAny(p.shards, h)
 }
-
-//go:noinline
-func (p *FixedPool) lockShardSlow(h uintptr) (*fixedShard, uintptr) {
-	for i := uintptr(1); ; i++ {
-		s := &p.shards[(h+i)&p.mask]
-		if s.mu.Load() == 0 && s.mu.CompareAndSwap(0, 1) {
-			return s, h + i
-		}
-		if i&p.mask == 0 {
-			runtime.Gosched() // every shard is busy: let a holder run
-		}
-	}
-}
-
-// hashMul is the Fibonacci hashing multiplier (2^64/φ), cut to the word size.
-const hashMul = uintptr(0x9E3779B97F4A7C15 & uint64(^uintptr(0)))
-
-func (s *fixedShard) lock() {
-	if !s.mu.CompareAndSwap(0, 1) {
-		s.lockSlow()
-	}
-}
-
-func (s *fixedShard) lockSlow() {
-	for i := 0; !s.mu.CompareAndSwap(0, 1); i++ {
-		if i >= 16 {
-			runtime.Gosched() // the holder may have been preempted
-		}
-	}
-}
-
-func (s *fixedShard) unlock() { s.mu.Store(0) }
 
 // Size reports the size of the pool's buffers.
 func (p *FixedPool) Size() int { return p.size }
@@ -396,16 +401,7 @@ func (p *FixedPool) Cap() int { return len(p.slots) }
 
 // Len reports the number of idle buffers, ready for Checkout (Viki's
 // Pool.Len). It locks each shard in turn.
-func (p *FixedPool) Len() int {
-	n := 0
-	for i := range p.shards {
-		s := &p.shards[i]
-		s.lock()
-		n += int(s.idle)
-		s.unlock()
-	}
-	return n
-}
+func (p *FixedPool) Len() int { return int(p.sum().idleAll) }
 
 // Misses reports how many Checkouts found no idle buffer and handed out a
 // fresh one (Stats.HeapFallbacks).
@@ -464,7 +460,7 @@ func (p *FixedPool) sum() fixedSums {
 	var t fixedSums
 	for i := range p.shards {
 		s := &p.shards[i]
-		s.lock()
+		s.mu.Lock()
 		t.idleAll += uint64(s.idle)
 		t.hits += s.hits
 		t.closes += s.closes
@@ -473,7 +469,12 @@ func (p *FixedPool) sum() fixedSums {
 		t.expansions += s.expansions
 		t.refusals += s.refusals
 		t.badCloses += s.badCloses
-		s.unlock()
+		s.mu.Unlock()
+	}
+	if checked.Enabled {
+		// Closed buffers waiting in the quarantine are idle: Checkout
+		// lets them go before it makes a miss.
+		t.idleAll += uint64(p.held.Load())
 	}
 	return t
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -434,4 +436,36 @@ func TestFixedPool_ReadFromSlidesAfterRead(t *testing.T) {
 	if n != 2 || err != nil || b.String() != "defghxy" {
 		t.Fatalf("ReadFrom = %d, %v, %q", n, err, b.String())
 	}
+}
+
+// TestFixedPool_ClosesUnderGCReportNoFalseDoubleFree checks out and closes
+// buffers on several goroutines, dropping each header at its Close, while
+// the GC runs all the time: a header's address freed by the GC and given to
+// another goroutine's new header must not make that header's correct Close
+// a "double free" (issue 13, case 5; the checked build tracks headers by
+// address).
+func TestFixedPool_ClosesUnderGCReportNoFalseDoubleFree(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	p := mustFixed(t, 4, 64)
+	rounds := 4000
+	if testing.Short() {
+		rounds = 500
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range rounds {
+				b := p.Checkout()
+				b.WriteByte(byte(i))
+				if err := b.Close(); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%64 == 0 {
+					runtime.GC()
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

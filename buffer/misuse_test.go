@@ -166,7 +166,7 @@ func TestMisuse_WriteAfterFree(t *testing.T) {
 		view[1] = 'x' // through a view kept past Close
 		m := misuseOf(func() { fp.Checkout() })
 		checkMisuse(t, m, "buffer", "Checkout", checked.UseAfterFree, "TestMisuse_WriteAfterFree", true)
-		if !strings.Contains(m.Detail, "byte 1 of the 64-byte buffer is 0x78") {
+		if !strings.Contains(m.Detail, "byte 1 of the freed block is 0x78") {
 			t.Fatalf("report: %v", m)
 		}
 	})
