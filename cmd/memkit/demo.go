@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -26,13 +28,20 @@ import (
 
 const demoUsage = `usage: memkit demo [flags]
 
-Runs one HTTP JSON service twice on loopback — once on plain make, new,
-bytes.Buffer and encoding/json, once on memkit (buffer.FixedPool for request
-bodies, arena.Pool for per-request objects, buffer.JSON for responses, a
-ringbuf for audit records) — drives each at the same fixed request rate with
-a built-in load generator, checks that both send the same bytes for every
-request, and prints side by side: requests/s, latency percentiles, GC
-cycles, GC pause, heap allocations per request and peak heap.
+Runs one HTTP JSON service three times on loopback, drives each at the same
+fixed request rate with a built-in load generator, checks that all three send
+the same bytes for every request, and prints side by side: measured time,
+requests/s, latency percentiles, GC cycles, GC pause, heap allocations per
+request and peak heap. The three services:
+
+  naive   the service as first written: a struct per reading, strings.Split,
+          fmt.Sprintf, a new bytes.Buffer per answer. A reference only.
+  stdlib  the same service written with care on the standard library: a
+          sync.Pool of scratch (bytes.Buffer, value slices, a json.Encoder),
+          bytes.Cut. memkit's ratios are measured against this one.
+  memkit  the service on memkit: buffer.FixedPool for request bodies,
+          arena.Pool for per-request objects, buffer.JSON for answers, a
+          ringbuf for audit records.
 
 While it runs it serves Prometheus metrics at /metrics and memkit's debug
 page at /debug/memkit/ on --listen, and prints both addresses.
@@ -55,7 +64,7 @@ func parseDemoFlags(stdout io.Writer, args []string) (*demoConfig, error) {
 	fs := flag.NewFlagSet("memkit demo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c := new(demoConfig)
-	fs.DurationVar(&c.duration, "duration", 30*time.Second, "total `duration` of the run, shared by the two services")
+	fs.DurationVar(&c.duration, "duration", 30*time.Second, "total `duration` of the run, shared by the three services")
 	fs.IntVar(&c.requests, "requests", 0, "stop each service's measured part after `n` requests (0: only --duration bounds it)")
 	fs.IntVar(&c.rate, "rate", 2000, "fixed request `rate` per second sent to each service")
 	fs.IntVar(&c.conns, "conns", 8, "keep-alive `connections` the load generator spreads the rate over")
@@ -88,34 +97,56 @@ func parseDemoFlags(stdout io.Writer, args []string) (*demoConfig, error) {
 	return c, nil
 }
 
-// demoPhase is one service's measured run.
+// demoPhase is one service's measured run. Latencies are the upper bounds
+// of latencyHist buckets, in microseconds.
 type demoPhase struct {
-	Service          string  `json:"service"`
-	Requests         uint64  `json:"requests"`
-	RequestsPerSec   float64 `json:"requests_per_sec"`
-	P50              float64 `json:"p50_us"`
-	P99              float64 `json:"p99_us"`
-	P999             float64 `json:"p999_us"`
-	GCCycles         uint32  `json:"gc_cycles"`
-	GCPer10k         float64 `json:"gc_cycles_per_10k_requests"`
-	GCPause          float64 `json:"gc_pause_total_us"`
+	Service        string  `json:"service"`
+	Measured       float64 `json:"measured_seconds"` // wall time of the measured part
+	Requests       uint64  `json:"requests"`
+	RequestsPerSec float64 `json:"requests_per_sec"`
+	P50            float64 `json:"p50_us"`
+	P99            float64 `json:"p99_us"`
+	P999           float64 `json:"p999_us"`
+	GCCycles       uint32  `json:"gc_cycles"`
+	GCPer10k       float64 `json:"gc_cycles_per_10k_requests"`
+	GCPause        float64 `json:"gc_pause_total_us"`
+	// CPUPerRequest is the process's CPU time (user and system, the load
+	// generator's included) over the measured part, per request, in µs;
+	// 0 where the system does not report it.
+	CPUPerRequest    float64 `json:"cpu_us_per_request"`
 	AllocsPerRequest float64 `json:"heap_allocs_per_request"`
 	BytesPerRequest  float64 `json:"heap_bytes_per_request"`
 	PeakHeap         uint64  `json:"peak_heap_bytes"`
 	Mismatches       uint64  `json:"mismatched_responses"`
 	Errors           uint64  `json:"errors"`
+	// FewGCs is set when the phase saw fewer than minGCCycles GC cycles:
+	// its GC figures are then ±1 cycle, 10% or more, and mean little.
+	FewGCs bool `json:"too_few_gc_cycles,omitempty"`
 }
+
+// minGCCycles is the fewest GC cycles a phase must see for its GC figures
+// (cycles per 10k requests, pause) to be quoted: below it, one cycle more
+// or less is 10% or more.
+const minGCCycles = 10
 
 // demoReport is the whole comparison, as --json prints it.
 type demoReport struct {
-	Machine    string    `json:"machine"`
-	Rate       int       `json:"rate"`
-	Conns      int       `json:"conns"`
-	Readings   int       `json:"readings_per_request"`
-	PerService string    `json:"measured_per_service"`
-	Plain      demoPhase `json:"plain"`
-	Memkit     demoPhase `json:"memkit"`
+	Machine  string `json:"machine"`
+	Rate     int    `json:"rate"`
+	Conns    int    `json:"conns"`
+	Readings int    `json:"readings_per_request"`
+	// Warmup and Budget are each service's warm-up and the most its
+	// measured part may take; --requests can end it sooner (see each
+	// phase's Measured).
+	Warmup string    `json:"warmup_per_service"`
+	Budget string    `json:"measure_budget_per_service"`
+	Naive  demoPhase `json:"naive"`
+	Stdlib demoPhase `json:"stdlib"`
+	Memkit demoPhase `json:"memkit"`
 }
+
+// phases returns the report's phases in column order.
+func (r *demoReport) phases() []*demoPhase { return []*demoPhase{&r.Naive, &r.Stdlib, &r.Memkit} }
 
 func runDemo(stdout, stderr io.Writer, args []string) error {
 	cfg, err := parseDemoFlags(stdout, args)
@@ -129,6 +160,7 @@ func runDemo(stdout, stderr io.Writer, args []string) error {
 	defer cancel()
 
 	plain := newPlainService(ctx)
+	std := newStdlibService(ctx)
 	mk, err := newMemkitService(ctx, cfg.conns)
 	if err != nil {
 		return err
@@ -181,21 +213,26 @@ func runDemo(stdout, stderr io.Writer, args []string) error {
 		want[i] = rec.Body.Bytes()
 	}
 
-	// Each service gets half the run: a warm-up, then the measured part.
-	half := cfg.duration / 2
-	warm := min(half/5, 2*time.Second)
+	// Each service gets a third of the run: a warm-up, then the measured
+	// part.
+	third := cfg.duration / 3
+	warm := min(third/5, 2*time.Second)
 	rep := demoReport{
 		Machine: fmt.Sprintf("%s, %s, GOMAXPROCS=%d", versionLine(), cpuModel(), runtime.GOMAXPROCS(0)),
 		Rate:    cfg.rate, Conns: cfg.conns, Readings: cfg.lines,
-		PerService: (half - warm).String(),
+		Warmup: warm.String(), Budget: (third - warm).String(),
 	}
 	for _, p := range []struct {
 		name string
 		h    http.Handler
 		out  *demoPhase
-	}{{"plain", plain, &rep.Plain}, {"memkit", mk, &rep.Memkit}} {
-		fmt.Fprintf(stderr, "running %s service: %v warm-up, %v measured at %d req/s...\n", p.name, warm, half-warm, cfg.rate)
-		ph, err := runPhase(p.h, cfg, warm, half-warm, reqs, want)
+	}{{"naive", plain, &rep.Naive}, {"stdlib", std, &rep.Stdlib}, {"memkit", mk, &rep.Memkit}} {
+		what := fmt.Sprintf("%v measured", third-warm)
+		if cfg.requests > 0 {
+			what = fmt.Sprintf("%d requests measured (at most %v)", cfg.requests, third-warm)
+		}
+		fmt.Fprintf(stderr, "running %s service: %v warm-up, %s at %d req/s...\n", p.name, warm, what, cfg.rate)
+		ph, err := runPhase(p.h, cfg, warm, third-warm, reqs, want)
 		if err != nil {
 			return fmt.Errorf("demo: %s service: %w", p.name, err)
 		}
@@ -208,7 +245,11 @@ func runDemo(stdout, stderr io.Writer, args []string) error {
 		return enc.Encode(&rep)
 	}
 	printDemo(stdout, &rep)
-	if n := rep.Plain.Mismatches + rep.Memkit.Mismatches; n > 0 {
+	var n uint64
+	for _, p := range rep.phases() {
+		n += p.Mismatches
+	}
+	if n > 0 {
 		return fmt.Errorf("demo: %d responses differed from the reference", n)
 	}
 	return nil
@@ -240,6 +281,7 @@ func runPhase(h http.Handler, cfg *demoConfig, warm, d time.Duration, reqs, want
 	n := float64(r.requests)
 	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
 	return &demoPhase{
+		Measured:         r.elapsed.Seconds(),
 		Requests:         r.requests,
 		RequestsPerSec:   n / r.elapsed.Seconds(),
 		P50:              us(r.lat.quantile(0.50)),
@@ -248,41 +290,91 @@ func runPhase(h http.Handler, cfg *demoConfig, warm, d time.Duration, reqs, want
 		GCCycles:         w.gcCycles(),
 		GCPer10k:         float64(w.gcCycles()) * 1e4 / n,
 		GCPause:          us(w.pause()),
+		CPUPerRequest:    us(w.cpu) / n,
 		AllocsPerRequest: float64(w.mallocs()) / n,
 		BytesPerRequest:  float64(w.allocBytes()) / n,
 		PeakHeap:         w.peak,
 		Mismatches:       r.mismatches,
 		Errors:           r.errors,
+		FewGCs:           w.gcCycles() < minGCCycles,
 	}, nil
 }
 
-// printDemo prints the two phases side by side with memkit's ratio.
+// printDemo prints the three phases side by side with memkit's ratios to
+// the careful standard-library service and, for reference, to the naive one.
 func printDemo(w io.Writer, r *demoReport) {
-	fmt.Fprintf(w, "memkit demo: %d req/s over %d connections, %d readings per request, %s measured per service\n",
-		r.Rate, r.Conns, r.Readings, r.PerService)
+	fmt.Fprintf(w, "memkit demo: %d req/s over %d connections, %d readings per request, %s warm-up per service\n",
+		r.Rate, r.Conns, r.Readings, r.Warmup)
 	fmt.Fprintf(w, "%s\n\n", r.Machine)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tplain\tmemkit\tmemkit/plain\t")
-	row := func(name string, p, m float64, format string) {
-		ratio := "-"
-		if p != 0 {
-			ratio = fmt.Sprintf("%.3f", m/p)
+	fmt.Fprintln(tw, "\tnaive (ref.)\tstdlib\tmemkit\tmemkit/stdlib\tmemkit/naive\t")
+	nv, st, mk := &r.Naive, &r.Stdlib, &r.Memkit
+	// row prints one figure of the three phases, formatted by f, and
+	// memkit's ratios to the other two when ratios is set.
+	row := func(name string, get func(*demoPhase) float64, f func(float64) string, ratios bool) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", name, f(get(nv)), f(get(st)), f(get(mk)))
+		for _, base := range []*demoPhase{st, nv} {
+			ratio := "-"
+			if b := get(base); ratios && b != 0 {
+				ratio = fmt.Sprintf("%.2f", get(mk)/b)
+			}
+			fmt.Fprintf(tw, "%s\t", ratio)
 		}
-		fmt.Fprintf(tw, "%s\t"+format+"\t"+format+"\t%s\t\n", name, p, m, ratio)
+		fmt.Fprintln(tw)
 	}
-	pl, mk := &r.Plain, &r.Memkit
-	row("requests", float64(pl.Requests), float64(mk.Requests), "%.0f")
-	row("requests/s", pl.RequestsPerSec, mk.RequestsPerSec, "%.1f")
-	row("p50 latency µs", pl.P50, mk.P50, "%.1f")
-	row("p99 latency µs", pl.P99, mk.P99, "%.1f")
-	row("p99.9 latency µs", pl.P999, mk.P999, "%.1f")
-	row("GC cycles", float64(pl.GCCycles), float64(mk.GCCycles), "%.0f")
-	row("GC cycles per 10k requests", pl.GCPer10k, mk.GCPer10k, "%.2f")
-	row("GC pause total µs", pl.GCPause, mk.GCPause, "%.0f")
-	row("heap allocs per request", pl.AllocsPerRequest, mk.AllocsPerRequest, "%.1f")
-	row("heap bytes per request", pl.BytesPerRequest, mk.BytesPerRequest, "%.0f")
-	row("peak heap bytes", float64(pl.PeakHeap), float64(mk.PeakHeap), "%.0f")
-	row("responses differing", float64(pl.Mismatches), float64(mk.Mismatches), "%.0f")
+	fixed := func(prec int) func(float64) string {
+		return func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+	}
+	row("measured time", func(p *demoPhase) float64 { return p.Measured }, func(v float64) string { return fmt.Sprintf("%.2fs", v) }, false)
+	row("requests", func(p *demoPhase) float64 { return float64(p.Requests) }, fixed(0), false)
+	row("requests/s", func(p *demoPhase) float64 { return p.RequestsPerSec }, fixed(1), true)
+	row("p50 latency", func(p *demoPhase) float64 { return p.P50 }, formatMicros, true)
+	row("p99 latency", func(p *demoPhase) float64 { return p.P99 }, formatMicros, true)
+	row("p99.9 latency", func(p *demoPhase) float64 { return p.P999 }, formatMicros, true)
+	row("CPU per request", func(p *demoPhase) float64 { return p.CPUPerRequest }, formatMicros, true)
+	row("GC cycles", func(p *demoPhase) float64 { return float64(p.GCCycles) }, fixed(0), true)
+	row("GC cycles per 10k requests", func(p *demoPhase) float64 { return p.GCPer10k }, fixed(2), true)
+	row("GC pause total", func(p *demoPhase) float64 { return p.GCPause }, formatMicros, true)
+	row("heap allocs per request", func(p *demoPhase) float64 { return p.AllocsPerRequest }, fixed(1), true)
+	row("heap bytes per request", func(p *demoPhase) float64 { return p.BytesPerRequest }, fixed(0), true)
+	row("peak heap", func(p *demoPhase) float64 { return float64(p.PeakHeap) },
+		func(v float64) string { return memkit.FormatBytes(uint64(v)) }, true)
+	row("responses differing", func(p *demoPhase) float64 { return float64(p.Mismatches) }, fixed(0), false)
 	tw.Flush()
-	fmt.Fprintf(w, "\nEvery response was compared byte for byte with the reference answer.\n")
+	fmt.Fprint(w, `
+naive:  a struct per reading, strings.Split, fmt.Sprintf: a reference, not the baseline.
+stdlib: the standard library with care (sync.Pool of scratch, value slices,
+        bytes.Cut, encoding/json into a pooled buffer): memkit's baseline.
+Every response was compared byte for byte with the reference answer.
+CPU per request is the whole process's (the load generator's included).
+Latencies are upper bounds of histogram buckets 6.25% wide, printed to two
+significant digits; ratios of latencies closer to 1 than ±0.07 are noise.
+`)
+	var few []string
+	for _, p := range r.phases() {
+		if p.FewGCs {
+			few = append(few, fmt.Sprintf("%s (%d)", p.Service, p.GCCycles))
+		}
+	}
+	if len(few) > 0 {
+		fmt.Fprintf(w, "\nToo short for GC figures: %s saw fewer than %d GC cycles, so one cycle\n"+
+			"more or less moves its GC rows by 10%% or more. Run longer (--duration) to compare them.\n",
+			strings.Join(few, ", "), minGCCycles)
+	}
+}
+
+// formatMicros prints a duration in microseconds to two significant
+// digits, the precision of latencyHist, in µs, ms or s.
+func formatMicros(us float64) string {
+	unit := "µs"
+	switch {
+	case us >= 1e6:
+		us, unit = us/1e6, "s"
+	case us >= 1e3:
+		us, unit = us/1e3, "ms"
+	}
+	if us >= 100 { // 2 significant digits of a 3-digit number: 120, not 1.2e+02
+		return strconv.FormatFloat(math.Round(us/10)*10, 'f', 0, 64) + unit
+	}
+	return strconv.FormatFloat(us, 'g', 2, 64) + unit
 }

@@ -246,6 +246,8 @@ func encodeRequest(path string, body []byte) []byte {
 // its samples exist.
 type gcWatch struct {
 	start, end runtime.MemStats
+	cpu        time.Duration // process CPU time over the phase, if known
+	cpuOK      bool
 	peak       uint64
 	stop       chan struct{}
 	done       chan struct{}
@@ -255,6 +257,7 @@ func startGCWatch() *gcWatch {
 	w := &gcWatch{stop: make(chan struct{}), done: make(chan struct{})}
 	runtime.GC()
 	runtime.ReadMemStats(&w.start)
+	w.cpu, w.cpuOK = processCPU()
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	go func() {
 		defer close(w.done)
@@ -279,6 +282,8 @@ func (w *gcWatch) finish() {
 	close(w.stop)
 	<-w.done
 	runtime.ReadMemStats(&w.end)
+	end, ok := processCPU()
+	w.cpu, w.cpuOK = end-w.cpu, ok && w.cpuOK
 }
 
 func (w *gcWatch) gcCycles() uint32 { return w.end.NumGC - w.start.NumGC }

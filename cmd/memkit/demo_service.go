@@ -97,17 +97,43 @@ type plainService struct {
 
 func newPlainService(ctx context.Context) *plainService {
 	s := &plainService{audit: make(chan string, 1024)}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.audit:
-				s.audited.Add(1)
-			}
-		}
-	}()
+	go drainAudit(ctx, s.audit, &s.audited)
 	return s
+}
+
+// drainAudit is the audit consumer of the services that send records over
+// a channel: it counts them until ctx is done.
+func drainAudit[T any](ctx context.Context, ch <-chan T, n *atomic.Uint64) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ch:
+			n.Add(1)
+		}
+	}
+}
+
+// parseReadings calls add with each "unix-millis,value" line of data, in
+// order, skipping empty lines. It stops at the first malformed line and
+// returns it with ok == false.
+func parseReadings(data []byte, add func(Reading)) (bad []byte, ok bool) {
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte{'\n'})
+		if len(line) == 0 {
+			continue
+		}
+		ts, vs, _ := bytes.Cut(line, []byte{','})
+		t, ok := parseInt(ts)
+		// string(vs) does not escape: the compiler converts it on the stack.
+		v, err := strconv.ParseFloat(string(vs), 64)
+		if !ok || err != nil {
+			return line, false
+		}
+		add(Reading{T: t, V: v})
+	}
+	return nil, true
 }
 
 func (s *plainService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -219,21 +245,9 @@ func (s *memkitService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := arena.New[ingest](a)
 	req.device = queryValue(r.URL.RawQuery, "device")
 	req.readings = arena.MakeSlice[Reading](a, 0, 512)
-	for data := in.Bytes(); len(data) > 0; {
-		var line []byte
-		line, data, _ = bytes.Cut(data, []byte{'\n'})
-		if len(line) == 0 {
-			continue
-		}
-		ts, vs, _ := bytes.Cut(line, []byte{','})
-		t, ok := parseInt(ts)
-		// string(vs) does not escape: the compiler converts it on the stack.
-		v, err := strconv.ParseFloat(string(vs), 64)
-		if !ok || err != nil {
-			http.Error(w, "bad reading "+strconv.Quote(string(line)), http.StatusBadRequest)
-			return
-		}
-		req.readings = arena.Append(a, req.readings, Reading{T: t, V: v})
+	if line, ok := parseReadings(in.Bytes(), func(rd Reading) { req.readings = arena.Append(a, req.readings, rd) }); !ok {
+		http.Error(w, "bad reading "+strconv.Quote(string(line)), http.StatusBadRequest)
+		return
 	}
 	req.values = arena.MakeSlice[float64](a, len(req.readings), len(req.readings))
 	for i := range req.readings {
