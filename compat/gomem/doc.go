@@ -1,0 +1,34 @@
+// Package gomem is a drop-in replacement for the allocator and multi-buffer
+// API of github.com/langhuihui/gomem (Monibuca's pkg/util), built on memkit's
+// [extent.Allocator] and [buffer.Slice]/[buffer.Reader]: the same package
+// name and the names its users call — NewScalableMemoryAllocator with Malloc,
+// Free, FreeRest, Borrow, Read, Recycle and Trim; Memory; MemoryReader;
+// RecyclableMemory — so that migrating is a change of import path:
+//
+//	import "github.com/langhuihui/gomem"                 // before
+//	import "github.com/memkit/memkit/compat/gomem"       // after
+//
+// # Differences from gomem
+//
+//   - A second Free of the same bytes panics with "memkit/extent: double
+//     free" instead of corrupting the free-range tree; Free of memory the
+//     allocator does not own still returns false, as in gomem.
+//   - Malloc, Borrow and FreeRest cost what extent's do: a treap descent or a
+//     front-cache hit, and no allocation once warm.
+//   - Memory.Equal compares bytes however they are cut into buffers (gomem
+//     required the same segmentation).
+//   - MemoryReader never allocates once created (gomem's allocated on most
+//     calls); creating one (Memory.NewReader, NewReadableBuffersFromBytes)
+//     allocates it once, and ReadBytes allocates only when the bytes span
+//     buffers. Reading past the end returns io.EOF or io.ErrUnexpectedEOF and
+//     leaves the position unchanged. Pop, which always panicked, is absent.
+//   - The children (GetChildren, MemoryAllocator, Allocator, Block), the
+//     Buddy allocator and the build tags (twotree, enable_buddy, disable_rm,
+//     enable_mmap) are not provided: the treap and the off-heap blocks are
+//     extent's ([extent.WithOffHeap]), the buddy allocator is memkit's buddy
+//     package. ScalableMemoryAllocator.Unwrap returns the extent.Allocator for
+//     ReadStats, TryMalloc and Close.
+//
+// As in gomem, an allocator, a Memory and a MemoryReader are for one goroutine
+// at a time: Malloc and Free must not run on two goroutines at once.
+package gomem
