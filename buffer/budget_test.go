@@ -38,16 +38,28 @@ func (a *alerts) counts() (up, down int, last int64) {
 func TestBudget_InvalidOptionsNameTheOption(t *testing.T) {
 	bp, _ := bytepool.New()
 	fn := func(int64, bool) {}
-	for _, tc := range []struct {
+	type invalid struct {
 		fixed bool
 		opts  []buffer.Option
 		want  string
-	}{
+	}
+	cases := []invalid{
 		{true, []buffer.Option{buffer.WithBudget(0)}, "buffer: Budget 0 must be positive"},
 		{true, []buffer.Option{buffer.WithBudgetAlert(-1, fn)}, "buffer: BudgetAlert threshold -1 must be positive"},
 		{false, []buffer.Option{buffer.WithBudget(-5)}, "buffer: Budget -5 must be positive"},
 		{false, []buffer.Option{buffer.WithBytePool(bp), buffer.WithBudget(1 << 20)}, "buffer: Budget and BudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New"},
-	} {
+	}
+	// Issue 13, case 10: a nil option, and an alert threshold <= 0 or a
+	// nil alert function, are errors for both constructors.
+	for _, fixed := range []bool{true, false} {
+		cases = append(cases,
+			invalid{fixed, []buffer.Option{buffer.WithBudget(1 << 20), nil}, "buffer: option 1 is nil"},
+			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(0, fn)}, "buffer: BudgetAlert threshold 0 must be positive"},
+			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(-1, nil)}, "buffer: BudgetAlert threshold -1 must be positive"},
+			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(64, nil)}, "buffer: BudgetAlert function is nil"},
+		)
+	}
+	for _, tc := range cases {
 		var err error
 		if tc.fixed {
 			_, err = buffer.NewFixedPool(1, 64, tc.opts...)

@@ -453,7 +453,9 @@ func TestFixedPool_ClosesUnderGCReportNoFalseDoubleFree(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for range 4 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range rounds {
 				b := p.Checkout()
 				b.WriteByte(byte(i))
@@ -465,7 +467,7 @@ func TestFixedPool_ClosesUnderGCReportNoFalseDoubleFree(t *testing.T) {
 					runtime.GC()
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 }

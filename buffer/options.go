@@ -8,7 +8,7 @@ import (
 
 // Option configures a [Pool] built by [NewPool] or a [FixedPool] built by
 // [NewFixedPool]. Each option says which of the two reads it; giving a
-// constructor an option it does not read is an error.
+// constructor an option it does not read, or a nil Option, is an error.
 type Option func(*config)
 
 // Overflow is what a [FixedPool] buffer does when a write would pass its
@@ -50,7 +50,9 @@ type config struct {
 	alertAt     int64
 	alertFn     func(used int64, above bool)
 
-	setDefault, setOverflow, setBudget bool
+	setDefault, setOverflow, setBudget, setAlert bool
+
+	nilOption int // 1 + the index of the first nil Option, or 0
 }
 
 // WithBytePool sets the bytepool.Pool buffers take their storage from
@@ -97,29 +99,44 @@ func WithBudget(n int64) Option {
 // WithBudgetAlert calls fn when the bytes charged to the budget (see
 // [WithBudget]; no limit is needed) rise to threshold or more (above true)
 // and when they fall back below it (above false), once per crossing, for
-// load shedding. threshold must be positive. For a [FixedPool] the bytes
-// charged are those of live misses and expansions: fn is called on those
-// slow paths only, never by the Checkout or Close of a reserved buffer. For
-// a [Pool] it is bytepool.WithBudgetAlert on the Pool's own bytepool. fn
-// must be quick and must not block.
+// load shedding. threshold must be positive and fn not nil (either is an
+// error at construction). For a [FixedPool] the bytes charged are those of
+// live misses and expansions: fn is called on those slow paths only, never
+// by the Checkout or Close of a reserved buffer. For a [Pool] it is
+// bytepool.WithBudgetAlert on the Pool's own bytepool. fn must be quick and
+// must not block.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
-	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+	return func(c *config) { c.alertAt, c.alertFn, c.setAlert = threshold, fn, true }
 }
 
-// budgetErr checks the budget options.
+// budgetErr checks what both constructors read the same way: that no
+// option is nil, and the budget options.
 func (c *config) budgetErr() error {
+	if c.nilOption > 0 {
+		return errorf("option %d is nil", c.nilOption-1)
+	}
 	if c.setBudget && c.budget < 1 {
 		return errorf("Budget %d must be positive", c.budget)
 	}
-	if c.alertFn != nil && c.alertAt < 1 {
+	if c.setAlert && c.alertAt < 1 {
 		return errorf("BudgetAlert threshold %d must be positive", c.alertAt)
+	}
+	if c.setAlert && c.alertFn == nil {
+		return errorf("BudgetAlert function is nil")
 	}
 	return nil
 }
 
+// newConfig applies opts, noting the first nil one for budgetErr.
 func newConfig(opts []Option) config {
 	var c config
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			if c.nilOption == 0 {
+				c.nilOption = i + 1
+			}
+			continue
+		}
 		o(&c)
 	}
 	return c
