@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/budget"
@@ -79,8 +80,10 @@ type Arena struct {
 	index     []slabRef // live slabs by base address, for buffer lookup
 	last      *slab     // slab of the last buffer looked up or handed out
 
-	failures uint64
-	badFrees uint64
+	// Published for ReadStats, which any goroutine may call: changed only
+	// on slow paths.
+	failures atomic.Uint64
+	badFrees atomic.Uint64
 
 	// For a shard of a Shared arena: tag is the shard's number in the
 	// high bits of Loc.slab, and handoff the chain successor in another
@@ -121,7 +124,37 @@ type class struct {
 	slabs      int // slabs of this class
 	idle       int // slabs of this class with no chunk in use
 
-	allocs, frees, grows, releases uint64
+	// The owner's exact counts of Alloc and DecRef, plain: the hot paths
+	// bump them without an atomic instruction.
+	allocs, frees uint64
+
+	// What ReadStats reads, from any goroutine: allocs and frees as the
+	// owner last published them (see publish), and the slow-path counts.
+	pubAllocs, pubFrees       atomic.Uint64
+	pubSlabs, grows, releases atomic.Uint64
+}
+
+// pubEvery is how many Allocs (or DecRefs) of a class the hot paths count
+// between two publications of the count: ReadStats's Allocs and Frees lag
+// the exact counts by less than pubEvery per class, and by nothing after a
+// slab of the class was taken or released or a fresh chunk handed out (of
+// every chunk of a slab once, so no steady state does it per operation).
+const pubEvery = 64
+
+// freed counts a DecRef that freed a chunk of the class, and publishes the
+// count every pubEvery.
+func (cl *class) freed() {
+	if cl.frees++; cl.frees%pubEvery == 0 {
+		cl.pubFrees.Store(cl.frees)
+	}
+}
+
+// publish makes the class's exact counts of Alloc and DecRef visible to
+// ReadStats: allocs first, so that a reader that loads frees first never
+// sees more frees than allocs.
+func (cl *class) publish() {
+	cl.pubAllocs.Store(cl.allocs)
+	cl.pubFrees.Store(cl.frees)
 }
 
 // slab is one slab of memory and its chunks' bookkeeping.
@@ -348,7 +381,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 		panic(msgNegative)
 	}
 	if n > a.slabSize {
-		a.failures++
+		a.failures.Add(1)
 		return nil, ErrTooLarge
 	}
 	var c int
@@ -370,7 +403,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 				}
 			}
 			if s == nil {
-				a.failures++
+				a.failures.Add(1)
 				return nil, err
 			}
 		}
@@ -380,7 +413,8 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	}
 	i := s.freeHead
 	var ch *chunk
-	if i >= 0 {
+	fresh := i < 0
+	if !fresh {
 		ch = &s.chunks[i]
 		s.freeHead = ch.freeNext
 	} else {
@@ -391,6 +425,9 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	}
 	if cl.take(s, ch, n) {
 		a.unlist(cl, s)
+	}
+	if fresh {
+		cl.publish() // once per chunk of a slab taken: rare enough
 	}
 	return unsafe.Slice((*byte)(s.chunkPtr(i)), n), nil
 }
@@ -406,7 +443,9 @@ func (cl *class) take(s *slab, ch *chunk, n int) (full bool) {
 		cl.idle--
 	}
 	s.used++
-	cl.allocs++
+	if cl.allocs++; cl.allocs%pubEvery == 0 {
+		cl.pubAllocs.Store(cl.allocs) // and at a fresh chunk: see alloc
+	}
 	return s.used == cl.perSlab
 }
 
@@ -481,7 +520,8 @@ func (a *Arena) grow(c int) (*slab, error) {
 	a.index[i] = slabRef{s.base, s}
 	cl.slabs++
 	cl.idle++
-	cl.grows++
+	cl.pubSlabs.Store(uint64(cl.slabs))
+	cl.grows.Add(1)
 	a.pushHead(cl, s)
 	if checked.Enabled {
 		checked.Fill(mem[:a.slabSize], checked.PoisonByte)
@@ -530,7 +570,9 @@ func (a *Arena) release(s *slab) {
 	a.unlist(cl, s)
 	cl.slabs--
 	cl.idle--
-	cl.releases++
+	cl.publish()
+	cl.pubSlabs.Store(uint64(cl.slabs))
+	cl.releases.Add(1)
 	// The next slab in this slot starts past every generation a Loc into
 	// this one may hold.
 	g := s.gen0
@@ -703,7 +745,7 @@ func (a *Arena) DecRef(buf []byte) bool {
 	ch.freeNext = s.freeHead
 	s.freeHead = int32(i)
 	cl := s.cl
-	cl.frees++
+	cl.freed()
 	s.used--
 	switch {
 	case s.used == 0 && cl.tail == s && cl.idle < a.idleSlabs:
@@ -721,7 +763,7 @@ func (a *Arena) decRefBuf(buf []byte) bool {
 	s := a.last
 	if s == nil || p-s.base >= uintptr(a.slabSize) {
 		if s = a.lookup(p); s == nil || p == 0 {
-			a.badFrees++
+			a.badFrees.Add(1)
 			if checked.Enabled {
 				a.foreignFree("DecRef", p)
 			}
@@ -731,7 +773,7 @@ func (a *Arena) decRefBuf(buf []byte) bool {
 	off := uint32(p - s.base)
 	i := s.chunkIndex(off)
 	if i >= uint32(len(s.chunks)) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
-		a.badFrees++
+		a.badFrees.Add(1)
 		if checked.Enabled {
 			a.foreignFree("DecRef", p)
 		}
@@ -751,14 +793,14 @@ func (a *Arena) decRefBuf(buf []byte) bool {
 func (a *Arena) decRef(s *slab, i int32) bool {
 	ch := &s.chunks[i]
 	if ch.refs <= 0 {
-		a.badFrees++
+		a.badFrees.Add(1)
 		if checked.Enabled {
 			a.misuse("DecRef", checked.DoubleFree, s, i, "")
 		}
 		panic(msgDecRefFree)
 	}
 	if s.links != nil && ch.refs <= s.links[i].preds {
-		a.badFrees++
+		a.badFrees.Add(1)
 		if checked.Enabled {
 			a.misuse("DecRef", checked.DoubleFree, s, i, "the chunk's only references are its chain predecessors'")
 		}
@@ -813,7 +855,7 @@ func (a *Arena) freeChain(s *slab, i int32) {
 func (a *Arena) unlink(next Loc) (*slab, int32) {
 	s := a.valid(next)
 	if s == nil || s.links == nil || s.links[next.chunk].preds <= 0 {
-		a.badFrees++
+		a.badFrees.Add(1)
 		if checked.Enabled {
 			a.staleLoc("LocDecRef", next)
 		}
@@ -853,10 +895,12 @@ func (a *Arena) putChunk(s *slab, i int32) {
 	ch.gen++
 	if checked.Enabled {
 		s.cl.frees++
+		s.cl.publish()
 		a.checkFree(s, i) // and into quarantine
 		return
 	}
 	a.pushFree(s, ch, i)
+	s.cl.publish() // a chunk freed off the hot paths: publish exactly
 }
 
 // pushFree puts chunk i of s (ch), free now, on its slab's free list and
@@ -866,7 +910,7 @@ func (a *Arena) pushFree(s *slab, ch *chunk, i int32) {
 	ch.freeNext = s.freeHead
 	s.freeHead = i
 	cl := s.cl
-	cl.frees++
+	cl.freed()
 	s.used--
 	switch {
 	case s.used == 0 && cl.tail == s && cl.idle < a.idleSlabs:
@@ -991,7 +1035,7 @@ func (a *Arena) LocDecRef(l Loc) bool {
 	}
 	s := a.valid(l)
 	if s == nil {
-		a.badFrees++
+		a.badFrees.Add(1)
 		if checked.Enabled {
 			a.staleLoc("LocDecRef", l)
 		}
@@ -1089,40 +1133,75 @@ func (a *Arena) NextLoc(buf []byte) Loc {
 	return s.links[i].next
 }
 
+// publishAll publishes the exact counts of every class: for the owner's
+// own reads, in tests.
+func (a *Arena) publishAll() {
+	for c := range a.classes {
+		a.classes[c].publish()
+	}
+}
+
 // ReadStats overwrites *st with a snapshot of the arena's statistics and a
 // row per chunk class, smallest first. It does not allocate once
 // st.Classes has room for every class.
+//
+// Unlike the arena's other methods, ReadStats may be called from any
+// goroutine while the owner uses the arena (by [memkit.Publish] or a
+// Prometheus collector, for instance): it only reads counters that the
+// arena publishes with atomic stores, so the owner's Alloc and DecRef pay
+// no atomic instruction for it. Every field is a value the arena had, and
+// none is negative, but they are not one snapshot: a class's Allocs and
+// Frees (and so its LiveObjects, InUseBytes and IdleObjects) are exact as
+// when a slab of the class was last taken or released or a chunk first
+// handed out, and lag the exact counts by less than 64 each otherwise. Grows, Releases,
+// ReservedBytes, Failures and BadFrees are exact.
 //
 // A chunk counts at its class size in InUseBytes; ReservedBytes counts
 // every slab the arena holds, whole. Grows and Releases count slabs; a
 // class row's Releases counts the chunks of the slabs it released.
 // Failures counts Alloc and TryAlloc calls that returned nothing; BadFrees
 // counts DecRef and LocDecRef calls that panicked.
-func (a *Arena) ReadStats(st *stats.Stats) {
+func (a *Arena) ReadStats(st *stats.Stats) { a.readStats(st, false) }
+
+// readStats is ReadStats; with exact, for a caller that has the arena to
+// itself (a Shared holding the shard's lock), it reads the owner's exact
+// counts instead of the published ones.
+func (a *Arena) readStats(st *stats.Stats, exact bool) {
 	st.Reset()
 	for c := range a.classes {
 		cl := &a.classes[c]
-		live := cl.allocs - cl.frees
+		// Frees before allocs: both only grow, and publish stores allocs
+		// first, so live cannot come out negative.
+		frees := cl.pubFrees.Load()
+		allocs := max(cl.pubAllocs.Load(), frees)
+		if exact {
+			frees, allocs = cl.frees, cl.allocs
+		}
+		live := allocs - frees
 		size := uint64(cl.size)
+		slabs := cl.pubSlabs.Load()
+		releases := cl.releases.Load()
+		grows := cl.grows.Load()
+		room := slabs * uint64(cl.perSlab)
 		st.Classes = append(st.Classes, stats.ClassStats{
 			Size:          size,
 			InUseBytes:    live * size,
-			ReservedBytes: uint64(cl.slabs) * uint64(a.slabSize),
+			ReservedBytes: slabs * uint64(a.slabSize),
 			LiveObjects:   live,
-			IdleObjects:   uint64(cl.slabs)*uint64(cl.perSlab) - live,
-			Allocs:        cl.allocs,
-			Frees:         cl.frees,
-			Grows:         cl.grows,
-			Releases:      cl.releases * uint64(cl.perSlab),
+			IdleObjects:   room - min(live, room),
+			Allocs:        allocs,
+			Frees:         frees,
+			Grows:         grows,
+			Releases:      releases * uint64(cl.perSlab),
 		})
 		st.InUseBytes += live * size
-		st.ReservedBytes += uint64(cl.slabs) * uint64(a.slabSize)
+		st.ReservedBytes += slabs * uint64(a.slabSize)
 		st.LiveObjects += live
-		st.Allocs += cl.allocs
-		st.Frees += cl.frees
-		st.Grows += cl.grows
-		st.Releases += cl.releases
+		st.Allocs += allocs
+		st.Frees += frees
+		st.Grows += grows
+		st.Releases += releases
 	}
-	st.Failures = a.failures
-	st.BadFrees = a.badFrees
+	st.Failures = a.failures.Load()
+	st.BadFrees = a.badFrees.Load()
 }

@@ -64,3 +64,24 @@ var AliasSkip = aliasSkip
 
 // HeaderSize is the size of one chunk header.
 const HeaderSize = unsafe.Sizeof(chunk{})
+
+// PubEvery is how many hot-path operations a class counts between two
+// publications of its counts.
+const PubEvery = pubEvery
+
+// PublishStats makes ReadStats exact, for tests that compare the stats
+// with a model: the owner (of every shard, for a Shared) publishes its
+// exact counts.
+func PublishStats(x any) {
+	switch x := x.(type) {
+	case *Arena:
+		x.publishAll()
+	case *Shared:
+		for k := range x.shards {
+			s := &x.shards[k]
+			s.lock()
+			s.a.publishAll()
+			s.unlock()
+		}
+	}
+}

@@ -376,6 +376,14 @@ func (m *arenaModel) check() error {
 	}
 	var s memkit.Stats
 	m.a.ReadStats(&s)
+	// ReadStats may lag the hot paths by less than PubEvery Allocs and
+	// DecRefs per class; once the owner publishes, it is exact.
+	lag := uint64(slab.PubEvery * len(s.Classes))
+	if s.Allocs > m.allocs || m.allocs-s.Allocs >= lag || s.Frees > m.frees || m.frees-s.Frees >= lag {
+		return fmt.Errorf("published stats %v\nmodel: allocs %d frees %d", &s, m.allocs, m.frees)
+	}
+	slab.PublishStats(m.a)
+	m.a.ReadStats(&s)
 	if s.Allocs != m.allocs || s.Frees != m.frees || s.LiveObjects != uint64(len(m.live)) ||
 		s.InUseBytes != inUse || s.Failures != m.failures || s.BadFrees != m.badFrees || s.ReservedBytes < s.InUseBytes {
 		return fmt.Errorf("stats %v\nmodel: allocs %d frees %d live %d in use %d failures %d bad frees %d",

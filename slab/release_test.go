@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/slab"
 )
 
 // What the release build catches of each mistake of the misuse suite
@@ -21,6 +22,7 @@ func TestRelease_DoubleFreePanics(t *testing.T) {
 	b := a.Alloc(100)
 	a.DecRef(b)
 	memtest.CheckPanic(t, "memkit/slab: DecRef of a free chunk", func() { a.DecRef(b) })
+	slab.PublishStats(a)
 	if s := readStats(a); s.BadFrees != 1 || s.LiveObjects != 1 {
 		t.Fatalf("stats %v", &s)
 	}

@@ -130,8 +130,8 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		}
 		sh.shards[k].a = a
 	}
-	for _, c := range sh.shards[0].a.classes {
-		sh.sizes = append(sh.sizes, int(c.size))
+	for c := range sh.shards[0].a.classes {
+		sh.sizes = append(sh.sizes, int(sh.shards[0].a.classes[c].size))
 	}
 	return sh, nil
 }
@@ -299,7 +299,7 @@ func (sh *Shared) allocElsewhere(s *shard, n int, err error) ([]byte, error) {
 		}()
 		if b != nil {
 			s.lock()
-			s.a.failures-- // the call did not fail after all
+			s.a.failures.Add(^uint64(0)) // the call did not fail after all
 			s.unlock()
 			return b, nil
 		}
@@ -461,9 +461,10 @@ func (sh *Shared) NextLoc(buf []byte) Loc {
 }
 
 // ReadStats is [Arena.ReadStats], summed over the shards, with a row per
-// chunk class. It locks one shard at a time, so the snapshot is
-// consistent per shard, not across shards. It does not allocate once
-// st.Classes has room for every class.
+// chunk class. It may be called from any goroutine, and its figures are
+// exact: it takes each shard's lock in turn, so the snapshot is consistent
+// per shard, not across shards. It does not allocate once st.Classes has
+// room for every class.
 func (sh *Shared) ReadStats(st *stats.Stats) {
 	sh.statsMu.Lock()
 	defer sh.statsMu.Unlock()
@@ -474,7 +475,7 @@ func (sh *Shared) ReadStats(st *stats.Stats) {
 			dst = &sh.scratch
 		}
 		s.lock()
-		s.a.ReadStats(dst)
+		s.a.readStats(dst, true)
 		s.unlock()
 		if k > 0 {
 			st.Add(&sh.scratch)

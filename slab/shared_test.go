@@ -69,6 +69,7 @@ func TestShared_Misuse(t *testing.T) {
 		t.Fatal("sizes are wrong")
 	}
 	// The shard is still usable after the panics: its lock was released.
+	slab.PublishStats(sh)
 	if s := sharedStats(sh); s.BadFrees != 3 || s.LiveObjects != 1 || s.Failures != 1 {
 		t.Fatalf("stats %v", &s)
 	}
@@ -261,4 +262,93 @@ func FuzzShared(f *testing.F) {
 				&s, want.allocs, want.frees, want.failures, want.badFrees, live)
 		}
 	})
+}
+
+// statsWatcher calls read in a loop on another goroutine, as memkit.Publish
+// and the Prometheus collector do, until stop is closed, and reports the
+// first snapshot that could not have come from the arena: a counter that
+// went back, or more frees than allocs.
+func statsWatcher(read func(*memkit.Stats), stop <-chan struct{}) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		var s, prev memkit.Stats
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			read(&s)
+			switch {
+			case s.Allocs < prev.Allocs || s.Frees < prev.Frees || s.Grows < prev.Grows:
+				done <- fmt.Errorf("read %d: a counter went back: %v after %v", n, &s, &prev)
+				return
+			case s.Frees > s.Allocs || s.LiveObjects != s.Allocs-s.Frees:
+				done <- fmt.Errorf("read %d: inconsistent %v", n, &s)
+				return
+			}
+			prev.Allocs, prev.Frees, prev.Grows = s.Allocs, s.Frees, s.Grows
+		}
+	}()
+	return done
+}
+
+// ReadStats may be called from any goroutine while the owner allocates and
+// frees: run with -race.
+func TestArena_ReadStatsFromAnotherGoroutine(t *testing.T) {
+	a := mustArena(t, 64, 4096, 2, slab.WithIdleSlabs(0))
+	stop := make(chan struct{})
+	done := statsWatcher(a.ReadStats, stop)
+	var held [][]byte
+	for i := range 20000 {
+		held = append(held, a.Alloc(i%700))
+		if len(held) > 50 || i%3 == 0 {
+			a.DecRef(held[0])
+			held = held[1:]
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range held {
+		a.DecRef(b)
+	}
+	if s := readStats(a); s.LiveObjects != 0 || s.Allocs != 20000 || s.Frees != 20000 {
+		t.Fatalf("after every DecRef: %v", &s)
+	}
+}
+
+func TestShared_ReadStatsFromAnotherGoroutine(t *testing.T) {
+	sh := mustShared(t, 64, 4096)
+	stop := make(chan struct{})
+	done := statsWatcher(sh.ReadStats, stop)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var held [][]byte
+			for i := range 10000 {
+				held = append(held, sh.Alloc(i%700))
+				if len(held) > 50 || i%3 == 0 {
+					sh.DecRef(held[0])
+					held = held[1:]
+				}
+			}
+			for _, b := range held {
+				sh.DecRef(b)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	slab.PublishStats(sh)
+	if s := sharedStats(sh); s.LiveObjects != 0 || s.Allocs != 20000 || s.Frees != 20000 {
+		t.Fatalf("after every DecRef: %v", &s)
+	}
 }
