@@ -294,20 +294,27 @@ func statsWatcher(read func(*memkit.Stats), stop <-chan struct{}) <-chan error {
 	return done
 }
 
+// churn makes n Allocs of sizes up to 700 bytes and DecRefs most of them,
+// oldest first, and returns those it kept.
+func churn(alloc func(int) []byte, decRef func([]byte) bool, n int) [][]byte {
+	var held [][]byte
+	for i := range n {
+		held = append(held, alloc(i%700))
+		if len(held) > 50 || i%3 == 0 {
+			decRef(held[0])
+			held = held[1:]
+		}
+	}
+	return held
+}
+
 // ReadStats may be called from any goroutine while the owner allocates and
 // frees: run with -race.
 func TestArena_ReadStatsFromAnotherGoroutine(t *testing.T) {
 	a := mustArena(t, 64, 4096, 2, slab.WithIdleSlabs(0))
 	stop := make(chan struct{})
 	done := statsWatcher(a.ReadStats, stop)
-	var held [][]byte
-	for i := range 20000 {
-		held = append(held, a.Alloc(i%700))
-		if len(held) > 50 || i%3 == 0 {
-			a.DecRef(held[0])
-			held = held[1:]
-		}
-	}
+	held := churn(a.Alloc, a.DecRef, 20000)
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -329,15 +336,7 @@ func TestShared_ReadStatsFromAnotherGoroutine(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var held [][]byte
-			for i := range 10000 {
-				held = append(held, sh.Alloc(i%700))
-				if len(held) > 50 || i%3 == 0 {
-					sh.DecRef(held[0])
-					held = held[1:]
-				}
-			}
-			for _, b := range held {
+			for _, b := range churn(sh.Alloc, sh.DecRef, 10000) {
 				sh.DecRef(b)
 			}
 		}()
