@@ -398,14 +398,16 @@ func (r *Reader) Uvarint() (uint64, error) {
 	return r.uvarintSlow()
 }
 
-// uvarintSlow reads a varint that may span segments, byte by byte, from a
-// copy of the Reader that replaces it only on success.
+// uvarintSlow reads a varint that may span segments, byte by byte, and
+// steps back over what it read if the varint is cut short or overflows.
+// It moves r itself rather than a copy written back: a copy stored through
+// r would make r's Slice escape to the heap.
 func (r *Reader) uvarintSlow() (uint64, error) {
-	c := *r
 	var v uint64
-	for i := uint(0); i < binary.MaxVarintLen64; i++ {
-		b, err := c.ReadByte()
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		b, err := r.ReadByte()
 		if err != nil {
+			r.Unread(i)
 			if i == 0 {
 				return 0, io.EOF
 			}
@@ -413,13 +415,14 @@ func (r *Reader) uvarintSlow() (uint64, error) {
 		}
 		if b < 0x80 {
 			if i == binary.MaxVarintLen64-1 && b > 1 {
+				r.Unread(i + 1)
 				return 0, ErrOverflow
 			}
-			*r = c
 			return v | uint64(b)<<(7*i), nil
 		}
 		v |= uint64(b&0x7f) << (7 * i)
 	}
+	r.Unread(binary.MaxVarintLen64)
 	return 0, ErrOverflow
 }
 
@@ -456,12 +459,14 @@ func (r *Reader) LEB128() (v uint64, n int, err error) {
 	return r.leb128Slow()
 }
 
+// leb128Slow is LEB128 across segments, moving r itself as uvarintSlow
+// does.
 func (r *Reader) leb128Slow() (uint64, int, error) {
-	c := *r
 	var v uint64
 	for i := 0; i < 8; i++ {
-		b, err := c.ReadByte()
+		b, err := r.ReadByte()
 		if err != nil {
+			r.Unread(i)
 			if i == 0 {
 				return 0, 0, io.EOF
 			}
@@ -469,13 +474,19 @@ func (r *Reader) leb128Slow() (uint64, int, error) {
 		}
 		v |= uint64(b&0x7f) << (7 * i)
 		if b < 0x80 {
-			*r = c
 			return v, i + 1, nil
 		}
 	}
-	*r = c
 	return v, 8, nil
 }
+
+// piece returns bytes i to j of the current segment, with the capacity cut
+// at j, for a function the Reader does not know (Range's f, a Writer).
+// It takes them from the Slice's list of segments, not from r.seg: escape
+// analysis does not tell one field of *r from another, so a view loaded
+// from r.seg that leaks to the heap would take the Slice r.s points to
+// with it (one allocation per NewReader, issue 16).
+func (r *Reader) piece(i, j int) []byte { return r.s.segs[r.idx][i:j:j] }
 
 // Range calls f with the unread bytes, a segment (the current one from the
 // position) at a time, consuming each piece as it is passed, until f
@@ -485,7 +496,7 @@ func (r *Reader) Range(f func([]byte) bool) {
 		if r.pos == len(r.seg) && !r.next() {
 			return
 		}
-		p := r.seg[r.pos:]
+		p := r.piece(r.pos, len(r.seg))
 		r.pos = len(r.seg)
 		if !f(p) {
 			return
@@ -509,7 +520,7 @@ func (r *Reader) RangeN(n int, f func([]byte) bool) error {
 			r.next()
 		}
 		k := min(n, len(r.seg)-r.pos)
-		p := r.seg[r.pos : r.pos+k : r.pos+k]
+		p := r.piece(r.pos, r.pos+k)
 		r.pos += k
 		n -= k
 		if !f(p) {
@@ -522,11 +533,15 @@ func (r *Reader) RangeN(n int, f func([]byte) bool) error {
 // WriteTo writes the unread bytes to w, consuming what w accepts, as
 // [Slice.WriteTo] does (writev for a net.Conn).
 func (r *Reader) WriteTo(w io.Writer) (int64, error) {
+	var cur []byte
+	if r.idx >= 0 {
+		cur = r.piece(r.pos, len(r.seg))
+	}
 	var rest [][]byte
 	if r.idx+1 < len(r.s.segs) {
 		rest = r.s.segs[r.idx+1:]
 	}
-	n, err := writeSegs(w, r.seg[r.pos:], rest)
+	n, err := writeSegs(w, cur, rest)
 	r.Skip(int(n)) // past what was written, from the position
 	return n, err
 }
