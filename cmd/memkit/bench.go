@@ -21,12 +21,14 @@ const defaultBenchtime = "500ms"
 
 const benchUsage = `usage: memkit bench [flags]
 
-Runs every workload against memkit and the allocators it is compared with,
-and prints, per workload, each implementation's ns/op, B/op, allocs/op,
-extra metrics, and its ns/op as a ratio of memkit's. Benchmarks are named
+Runs every workload (--list names them and says what each measures) against
+memkit and the allocators it is compared with, and prints, per workload,
+each implementation's ns/op, B/op, allocs/op, extra metrics, and its ns/op
+as a ratio of memkit's. Benchmarks are named
 Workload/param/impl=name, e.g. GetPut/size=4KiB/impl=syncpool. With
---html FILE it also writes FILE, a self-contained HTML report: a bar chart
-of ns/op and allocs/op per workload, the machine and the command line.
+--html FILE it also writes FILE, a self-contained HTML report: charts of
+ns/op and allocs/op per workload as ratios to memkit, the machine and the
+command line. A progress bar is drawn on stderr when it is a terminal.
 
 flags:
 `
@@ -39,26 +41,21 @@ type benchConfig struct {
 	format    string // table, bench or json
 	progress  bool
 	html      string // --html: where to write the HTML report, if anywhere
+	list      bool   // --list: name the workloads instead of running them
 }
 
 func parseBenchFlags(stdout io.Writer, args []string) (*benchConfig, error) {
 	fs := flag.NewFlagSet("memkit bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	filter := fs.String("filter", "", "run only benchmarks whose full name matches this `regexp`")
 	count := fs.Int("count", 1, "run each benchmark `n` times; the table shows the median")
 	benchtime := fs.String("benchtime", defaultBenchtime, "run each benchmark for this `duration`, or 100x for 100 iterations")
 	format := fs.String("format", "table", "output `format`: table, bench (Go benchmark text, for benchstat) or json")
 	jsonOut := fs.Bool("json", false, "same as --format json")
-	noProgress := fs.Bool("no-progress", false, "do not draw a progress bar on stderr")
+	noProgress := fs.Bool("no-progress", false, "do not draw the progress bar (drawn only when stderr is a terminal)")
 	html := fs.String("html", "", "also write an HTML report with a chart per workload to `file`")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, benchUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return nil, err
-		}
-		return nil, usageError{err.Error()}
+	list := fs.Bool("list", false, "list the workloads that --filter selects, with what each measures, and exit")
+	if err := parseFlags(fs, stdout, benchUsage, args); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("bench: unexpected argument %q", fs.Arg(0))
@@ -87,7 +84,7 @@ func parseBenchFlags(stdout io.Writer, args []string) (*benchConfig, error) {
 			return nil, usagef("bench: --html: %v", err)
 		}
 	}
-	return &benchConfig{filter: re, count: *count, benchtime: *benchtime, format: *format, progress: !*noProgress, html: *html}, nil
+	return &benchConfig{filter: re, count: *count, benchtime: *benchtime, format: *format, progress: !*noProgress, html: *html, list: *list}, nil
 }
 
 // checkBenchtime accepts what go test's -benchtime does: a positive
@@ -122,11 +119,14 @@ func runBench(stdout, stderr io.Writer, args []string) error {
 		}
 	}
 	if len(sel) == 0 {
-		return usagef("bench: --filter %q matches no benchmark", cfg.filter)
+		return usagef("bench: --filter %q matches no benchmark (memkit bench --list names them)", cfg.filter)
+	}
+	if cfg.list {
+		return writeList(stdout, sel)
 	}
 	e := readEnv(cfg)
 	var bar *progressbar.ProgressBar
-	if cfg.progress {
+	if cfg.progress && isTerminal(stderr) {
 		bar = progressbar.NewOptions(len(sel)*cfg.count,
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionShowCount(),

@@ -177,17 +177,13 @@ func binaryTrees(n int, newAlloc func() treeAlloc) []string {
 // runBinaryTrees is memkit binarytrees.
 func runBinaryTrees(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("memkit binarytrees", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	alloc := fs.String("alloc", "gc", "how nodes are allocated: `"+strings.Join(allocNames(), "|")+"`")
 	verbose := fs.Bool("v", false, "print the wall time and GC cycles to stderr")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, stdout, binaryTreesUsage, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, binaryTreesUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
 			return nil
 		}
-		return usageError{err.Error()}
+		return err
 	}
 	newAlloc, ok := treeAllocs[*alloc]
 	if !ok {

@@ -96,7 +96,7 @@ func TestBinaryTrees_Usage(t *testing.T) {
 		{[]string{"binarytrees", "1", "2"}, "binarytrees: want one argument, the depth N"},
 		{[]string{"binarytrees", "x"}, `binarytrees: depth "x": want an integer from 0 to 30`},
 		{[]string{"binarytrees", "-alloc", "malloc", "5"}, `binarytrees: -alloc "malloc": want ` + strings.Join(allocNames(), ", ")},
-		{[]string{"binarytrees", "-nope", "5"}, "flag provided but not defined: -nope"},
+		{[]string{"binarytrees", "-nope", "5"}, "binarytrees: flag provided but not defined: -nope (run 'memkit binarytrees -h' for its flags)"},
 	} {
 		_, err := runCLI(t, c.args...)
 		if err == nil || err.Error() != c.want {

@@ -62,7 +62,6 @@ type demoConfig struct {
 
 func parseDemoFlags(stdout io.Writer, args []string) (*demoConfig, error) {
 	fs := flag.NewFlagSet("memkit demo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	c := new(demoConfig)
 	fs.DurationVar(&c.duration, "duration", 30*time.Second, "total `duration` of the run, shared by the three services")
 	fs.IntVar(&c.requests, "requests", 0, "stop each service's measured part after `n` requests (0: only --duration bounds it)")
@@ -71,14 +70,8 @@ func parseDemoFlags(stdout io.Writer, args []string) (*demoConfig, error) {
 	fs.IntVar(&c.lines, "readings", 400, "readings (lines) per request `body`")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:0", "`address` serving /metrics and /debug/memkit/ during the run")
 	fs.BoolVar(&c.json, "json", false, "print the comparison as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, demoUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return nil, err
-		}
-		return nil, usageError{err.Error()}
+	if err := parseFlags(fs, stdout, demoUsage, args); err != nil {
+		return nil, err
 	}
 	switch {
 	case fs.NArg() > 0:

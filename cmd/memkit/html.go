@@ -36,16 +36,31 @@ import (
 // machine without it and without a network.
 
 // checkHTMLPath fails when the report could not be written to path, before
-// a long run finds out: its directory must exist.
+// a long run finds out: path must not be a directory, and either be a file
+// open for writing or name one that can be created in its directory.
 func checkHTMLPath(path string) error {
-	fi, err := os.Stat(filepath.Dir(path))
-	if err != nil {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
 		return err
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", filepath.Dir(path))
+	f, err := os.CreateTemp(dir, ".memkit-report-*")
+	if err != nil {
+		return fmt.Errorf("cannot create files in %s: %w", dir, err)
 	}
-	return nil
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // writeHTMLFile writes the HTML report of a run of `memkit bench args...`

@@ -170,13 +170,32 @@ func TestRun_HTML(t *testing.T) {
 
 func TestRun_HTMLErrors(t *testing.T) {
 	dir := t.TempDir()
-	for _, path := range []string{filepath.Join(dir, "no-such-dir", "r.html"), filepath.Join(dir, "file", "r.html")} {
-		if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o666); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{filepath.Join(dir, "no-such-dir", "r.html"), filepath.Join(dir, "file", "r.html"), dir}
+	// A directory the run cannot create files in; root can, whatever the mode.
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(dir, "ro")
+		if err := os.Mkdir(ro, 0o555); err != nil {
 			t.Fatal(err)
 		}
-		_, err := runCLI(t, "bench", "--filter", "GetPut/size=64B/impl=memkit$", "--html", path)
+		paths = append(paths, filepath.Join(ro, "r.html"))
+	}
+	for _, path := range paths {
+		// A benchtime of an hour: the check must come before the run.
+		out, err := runCLI(t, "bench", "--filter", "GetPut/size=64B/impl=memkit$", "--benchtime", "1h", "--html", path)
 		if err == nil || !strings.Contains(err.Error(), "--html") || !errors.As(err, new(usageError)) {
 			t.Errorf("--html %s: error %v, want a usage error about --html", path, err)
+		}
+		if out != "" {
+			t.Errorf("--html %s: the run went ahead:\n%s", path, out)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".memkit-report-") {
+			t.Errorf("the check left %s behind", e.Name())
 		}
 	}
 	out, err := runCLI(t, "bench", "-h")

@@ -4,10 +4,13 @@
 // Usage:
 //
 //	memkit bench [flags]   run the workloads and print a table (or benchstat text, or JSON)
+//	memkit bench --list    name the workloads and what each measures
 //	memkit binarytrees [-alloc gc|arena|typed] N
 //	                       run the benchmark game's binary-trees program
-//	memkit demo [flags]    run an HTTP service on plain Go and on memkit at one
-//	                       request rate and compare GC work and latency
+//	memkit demo [flags]    run an HTTP service naive, on the standard library
+//	                       with care, and on memkit, at one request rate, and
+//	                       compare GC work, CPU and latency
+//	memkit help [command]  print the commands, or a command's flags
 //	memkit version         print the build's version, Go version and platform
 //
 // Every result is printed with the goos, goarch, CPU, Go version and
@@ -25,11 +28,16 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
+
+	"golang.org/x/term"
 )
 
 func main() {
@@ -54,16 +62,48 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
+// parseFlags parses the flags of `memkit <cmd>`. On -h it prints usage and
+// the flags' defaults to stdout and returns flag.ErrHelp; on a flag error
+// it returns a usageError that says where to find the flags.
+func parseFlags(fs *flag.FlagSet, stdout io.Writer, usage string, args []string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, usage)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return err
+	}
+	return usagef("%s: %v (run '%s -h' for its flags)", strings.TrimPrefix(fs.Name(), "memkit "), err, fs.Name())
+}
+
+// isTerminal reports whether w is a terminal, where a progress bar may
+// redraw itself; piped or redirected, it would write every redraw. Tests
+// replace it.
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 const usage = `usage: memkit <command> [flags]
 
 commands:
   bench         run the benchmarks comparing memkit with other allocators
+                (memkit bench --list names the workloads)
   binarytrees   run the benchmark game's binary-trees program with new or an arena
-  demo          run one HTTP service on plain Go and on memkit, compare GC work and latency
+  demo          run one HTTP service naive, on the standard library with care,
+                and on memkit; compare GC work, CPU and latency
+  help          print this, or with a command's name its flags
   version       print the version, Go version and platform
 
-Run 'memkit <command> -h' for a command's flags.
+Run 'memkit help <command>' or 'memkit <command> -h' for a command's flags.
 `
+
+// commands are the command names run knows.
+var commands = []string{"bench", "binarytrees", "demo", "help", "version"}
 
 // run is the whole command: main only calls it, so tests can run the CLI
 // like a library. It writes results to stdout and progress to stderr.
@@ -86,10 +126,19 @@ func run(stdout, stderr io.Writer, args []string) error {
 		_, err := fmt.Fprintln(stdout, versionLine())
 		return err
 	case "help", "-h", "-help", "--help":
-		_, err := fmt.Fprint(stdout, usage)
-		return err
+		switch {
+		case len(args) == 0:
+			_, err := fmt.Fprint(stdout, usage)
+			return err
+		case len(args) > 1 || !slices.Contains(commands, args[0]):
+			return usagef("help: want one of %s, got %q", strings.Join(commands, ", "), strings.Join(args, " "))
+		case args[0] == "help" || args[0] == "version":
+			_, err := fmt.Fprint(stdout, usage)
+			return err
+		}
+		return run(stdout, stderr, []string{args[0], "-h"})
 	default:
-		return usagef("unknown command %q (want bench, binarytrees, demo or version)", cmd)
+		return usagef("unknown command %q (want %s; run 'memkit help')", cmd, strings.Join(commands, ", "))
 	}
 }
 

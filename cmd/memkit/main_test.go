@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -126,7 +128,10 @@ func TestRun_Errors(t *testing.T) {
 		{nil, "no command"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"version", "x"}, "no arguments"},
-		{[]string{"bench", "--frobnicate"}, "flag provided but not defined: -frobnicate"},
+		{[]string{"bench", "--frobnicate"}, "flag provided but not defined: -frobnicate (run 'memkit bench -h' for its flags)"},
+		{[]string{"demo", "--frobnicate"}, "demo: flag provided but not defined: -frobnicate (run 'memkit demo -h' for its flags)"},
+		{[]string{"binarytrees", "-x"}, "binarytrees: flag provided but not defined: -x (run 'memkit binarytrees -h' for its flags)"},
+		{[]string{"help", "frobnicate"}, `help: want one of bench, binarytrees, demo, help, version, got "frobnicate"`},
 		{[]string{"bench", "--filter", "NoSuchWorkload"}, `--filter "NoSuchWorkload" matches no benchmark`},
 		{[]string{"bench", "--filter", "("}, "--filter"},
 		{[]string{"bench", "--count", "0"}, "--count 0"},
@@ -157,16 +162,101 @@ func TestRun_VersionAndHelp(t *testing.T) {
 	}
 }
 
+// TestRun_Progress checks that the progress bar is drawn on stderr only
+// when stderr is a terminal: piped or in a file, it would write a redraw
+// per step.
 func TestRun_Progress(t *testing.T) {
-	var out, errb bytes.Buffer
-	if err := run(&out, &errb, quick[:len(quick)-1]); err != nil {
+	bar := fmt.Sprintf("/%d", len(byteImpls))
+	for _, tty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
+			defer func(f func(io.Writer) bool) { isTerminal = f }(isTerminal)
+			isTerminal = func(io.Writer) bool { return tty }
+			var out, errb bytes.Buffer
+			if err := run(&out, &errb, quick[:len(quick)-1]); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(errb.String(), bar); got != tty {
+				t.Errorf("progress bar on stderr: %v; want %v: %q", got, tty, errb.String())
+			}
+			if !tty && errb.Len() > 0 {
+				t.Errorf("stderr, not a terminal, got %q; want nothing", errb.String())
+			}
+			if strings.Contains(out.String(), bar) {
+				t.Errorf("progress bar on stdout:\n%s", out.String())
+			}
+		})
+	}
+	// A pipe is not a terminal, whatever the test's own stderr is.
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(errb.String(), fmt.Sprintf("/%d", len(byteImpls))) {
-		t.Errorf("no progress bar on stderr: %q", errb.String())
+	defer r.Close()
+	defer w.Close()
+	if isTerminal(w) || isTerminal(new(bytes.Buffer)) {
+		t.Error("isTerminal reports a pipe or a buffer as a terminal")
 	}
-	if strings.Contains(out.String(), fmt.Sprintf("/%d", len(byteImpls))) {
-		t.Errorf("progress bar on stdout:\n%s", out.String())
+}
+
+// TestRun_List checks memkit bench --list: every workload --filter selects,
+// under its family's description, with its impls, and nothing run.
+func TestRun_List(t *testing.T) {
+	out, err := runCLI(t, "bench", "--list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range benches {
+		bn := &benches[i]
+		if !strings.Contains(out, family(bn.workload)+": "+workloadDocs[family(bn.workload)]+"\n") {
+			t.Errorf("--list lacks the description of %s", family(bn.workload))
+		}
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(bn.workload) + ` .*\b` + regexp.QuoteMeta(bn.impl) + `\b`).MatchString(out) {
+			t.Errorf("--list lacks %s", bn.name())
+		}
+	}
+	if strings.Contains(out, "ns/op") || strings.Contains(out, "goos:") {
+		t.Errorf("--list ran benchmarks:\n%s", out)
+	}
+	out, err = runCLI(t, "bench", "--list", "--filter", "^GetPut/size=64B/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "GetPut: " + workloadDocs["GetPut"] + "\n  GetPut/size=64B  "
+	if !strings.HasPrefix(out, want) || strings.Count(out, "\n") != 2 {
+		t.Errorf("--list --filter ^GetPut/size=64B/:\n%s\nwant one family, one workload, starting %q", out, want)
+	}
+}
+
+// TestWorkloadDocs checks that every registered workload family says what
+// it measures, and that no description is left for a family that is gone.
+func TestWorkloadDocs(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range benches {
+		f := family(benches[i].workload)
+		seen[f] = true
+		if workloadDocs[f] == "" {
+			t.Errorf("workload family %s has no entry in workloadDocs", f)
+		}
+	}
+	for f := range workloadDocs {
+		if !seen[f] {
+			t.Errorf("workloadDocs describes %s, which no bench registers", f)
+		}
+	}
+}
+
+// TestRun_Help checks memkit help and memkit help <command>.
+func TestRun_Help(t *testing.T) {
+	out, err := runCLI(t, "help")
+	if err != nil || !strings.Contains(out, "usage: memkit <command>") || !strings.Contains(out, "--list") {
+		t.Errorf("help: %v\n%s", err, out)
+	}
+	for _, cmd := range []string{"bench", "demo", "binarytrees"} {
+		help, err := runCLI(t, "help", cmd)
+		flags, err2 := runCLI(t, cmd, "-h")
+		if err != nil || err2 != nil || help != flags || !strings.Contains(help, "usage: memkit "+cmd) {
+			t.Errorf("help %s (%v) and %s -h (%v) differ or lack the usage:\n%s\n---\n%s", cmd, err, cmd, err2, help, flags)
+		}
 	}
 }
 
