@@ -1,0 +1,5 @@
+//go:build !memkitdebug
+
+package grpcpool_test
+
+const checkedBuild = false

@@ -1,0 +1,31 @@
+// Package grpcpool plugs memkit's bytepool into gRPC: a
+// google.golang.org/grpc/mem.BufferPool whose buffers come from a
+// bytepool.Pool, for the buffers gRPC reads messages into and writes them
+// from.
+//
+//	p, _ := grpcpool.New()
+//	srv := grpc.NewServer(p.ServerOption())                 // experimental.BufferPool(p)
+//	conn, _ := grpc.NewClient(addr, p.DialOption(), ...)    // experimental.WithBufferPool(p)
+//
+// It lives in a module of its own, so that memkit's core module stays free of
+// the gRPC dependency.
+//
+// # Against gRPC's default pool
+//
+// gRPC's default pool is tiered sync.Pools up to 1 MiB, and one more
+// sync.Pool for every larger size, which hands out any idle buffer at least
+// as large as asked for (grpc-go issue 8500: a stream of ever-growing
+// messages keeps allocating and holds every older buffer until the GC drops
+// them). Get zeroes each buffer. This pool instead:
+//
+//   - rounds sizes up to bytepool's classes (4 per doubling, under 20% lost)
+//     up to 4 MiB, gRPC's default largest message, and serves larger ones from
+//     the heap without keeping them;
+//   - allocates nothing per Get or Put (the *[]byte headers are pooled too),
+//     where sync.Pool-based pools box their header on each Put;
+//   - gives idle buffers back to the GC within about three GC cycles after a
+//     burst;
+//   - does not zero buffers: gRPC writes every byte of a buffer it reads a
+//     message into before it reads it. Use WithBytePool with a pool built
+//     bytepool.WithZeroing() for zeroed buffers.
+package grpcpool

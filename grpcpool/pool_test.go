@@ -1,0 +1,117 @@
+package grpcpool_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/grpcpool"
+	"github.com/memkit/memkit/stats"
+	"google.golang.org/grpc"
+)
+
+func TestPool_GetPutAllocatesNothing(t *testing.T) {
+	if checkedBuild {
+		t.Skip("the checked build records a stack per Get")
+	}
+	p, _ := grpcpool.New()
+	for _, n := range []int{1 << 10, 16 << 10, 1 << 20, 4 << 20} {
+		p.Put(p.Get(n))
+		if a := testing.AllocsPerRun(1000, func() {
+			h := p.Get(n)
+			(*h)[0] = 1
+			*h = (*h)[:n/2] // gRPC may put back a prefix
+			p.Put(h)
+		}); a != 0 {
+			t.Errorf("size=%d: %v allocs per Get+Put", n, a)
+		}
+	}
+}
+
+func TestPool_GetLengthsAndLockedCapacity(t *testing.T) {
+	p, _ := grpcpool.New()
+	for _, n := range []int{0, 1, 1000, 1 << 20, grpcpool.DefaultMaxSize, grpcpool.DefaultMaxSize + 1} {
+		h := p.Get(n)
+		if len(*h) != n || cap(*h) < n {
+			t.Fatalf("Get(%d): len %d cap %d", n, len(*h), cap(*h))
+		}
+		p.Put(h)
+	}
+	p.Put(nil) // ignored
+}
+
+// TestPool_RealServerAndClient runs unary and streaming RPCs of 1 KiB to
+// 4 MiB through a real gRPC server and client on loopback, both using the
+// pool, from several goroutines, and verifies every message.
+func TestPool_RealServerAndClient(t *testing.T) {
+	bp, _ := bytepool.New(bytepool.WithMaxSize(grpcpool.DefaultMaxSize))
+	p, _ := grpcpool.New(grpcpool.WithBytePool(bp))
+	conn := startEcho(t, []grpc.ServerOption{p.ServerOption()}, []grpc.DialOption{p.DialOption()})
+	sizes := []int{1 << 10, 3000, 16 << 10, 100_000, 1 << 20, 4 << 20}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out []byte
+			for k, n := range sizes {
+				in := make([]byte, n)
+				fill(in, g*100+k)
+				if err := conn.Invoke(ctx, unaryMethod, &in, &out); err != nil {
+					t.Errorf("unary %d: %v", n, err)
+					return
+				}
+				if !bytes.Equal(in, out) {
+					t.Errorf("unary %d: the echo differs", n)
+				}
+			}
+			stream, err := conn.NewStream(ctx, &echoDesc.Streams[0], bidiMethod)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for k := 0; k < 2*len(sizes); k++ {
+				n := sizes[(k+g)%len(sizes)]
+				in := make([]byte, n)
+				fill(in, 1000+g*100+k)
+				if err := stream.SendMsg(&in); err != nil {
+					t.Errorf("stream send %d: %v", n, err)
+					return
+				}
+				if err := stream.RecvMsg(&out); err != nil {
+					t.Errorf("stream recv %d: %v", n, err)
+					return
+				}
+				if !bytes.Equal(in, out) {
+					t.Errorf("stream message %d of %d bytes differs", k, n)
+				}
+			}
+			stream.CloseSend()
+		}()
+	}
+	wg.Wait()
+	var st stats.Stats
+	p.ReadStats(&st)
+	if st.Allocs == 0 || st.BadFrees != 0 {
+		t.Fatalf("gRPC did not use the pool as expected: %d Gets, %d bad Puts", st.Allocs, st.BadFrees)
+	}
+	t.Logf("pool: %d Gets, %d Puts, %d heap fallbacks", st.Allocs, st.Frees, st.HeapFallbacks)
+}
+
+func Example() {
+	p, err := grpcpool.New()
+	if err != nil {
+		panic(err)
+	}
+	srv := grpc.NewServer(p.ServerOption()) // experimental.BufferPool(p)
+	defer srv.Stop()
+	_ = p.DialOption() // for grpc.NewClient: experimental.WithBufferPool(p)
+	h := p.Get(64 << 10)
+	fmt.Println(len(*h))
+	p.Put(h)
+	// Output: 65536
+}
