@@ -214,9 +214,9 @@ const tabLimit = 64 << 10
 // growthFactor that is not above 1 (or so close to 1 that it would make
 // more than 1024 classes).
 func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(size int) []byte, opts ...Option) (*Arena, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case startChunkSize <= 0:
@@ -395,7 +395,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	if s == nil {
 		var err error
 		if s, err = a.grow(c); s == nil {
-			if checked.Enabled && a.chk.qlen > 0 {
+			if checked.Enabled && a.quarantined() {
 				// The chunks in quarantine would serve in a release build.
 				a.flushQuarantine()
 				if s = cl.head; s == nil {
@@ -462,9 +462,6 @@ func (a *Arena) allocHeld(n int) []byte {
 		return nil
 	}
 	cl := &a.classes[a.classOf(n)]
-	if cl.head == nil && checked.Enabled && a.chk.qlen > 0 {
-		a.flushQuarantine()
-	}
 	if cl.head == nil {
 		return nil
 	}

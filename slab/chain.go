@@ -1,6 +1,9 @@
 package slab
 
-import "io"
+import (
+	"fmt"
+	"io"
+)
 
 // Chainer is what [ChainWriter] and [ChainReader] need of an arena. Both
 // [*Arena] and [*Shared] implement it.
@@ -41,12 +44,34 @@ type ChainWriter struct {
 }
 
 // NewChainWriter returns a writer that fills chunks of chunkSize bytes
-// from a. It panics with "memkit/slab: negative size" if chunkSize < 1.
+// from a. It panics with "memkit/slab: NewChainWriter chunk size 0 must be
+// at least 1" (with the size given) if chunkSize < 1, and with
+// "memkit/slab: NewChainWriter of a nil arena" if a is nil.
 func NewChainWriter(a Chainer, chunkSize int) *ChainWriter {
+	mustArena(a, "NewChainWriter")
 	if chunkSize < 1 {
-		panic(msgNegative)
+		panic(fmt.Sprintf("memkit/slab: NewChainWriter chunk size %d must be at least 1", chunkSize))
 	}
 	return &ChainWriter{a: a, chunkSize: chunkSize}
+}
+
+// mustArena panics unless a is an arena: nil, or a nil *Arena or *Shared,
+// would only fail later, inside a Write or Read.
+func mustArena(a Chainer, op string) {
+	switch x := a.(type) {
+	case nil:
+	case *Arena:
+		if x != nil {
+			return
+		}
+	case *Shared:
+		if x != nil {
+			return
+		}
+	default:
+		return
+	}
+	panic("memkit/slab: " + op + " of a nil arena")
 }
 
 // Write copies p into the chain, adding chunks as they fill. It returns
@@ -126,8 +151,10 @@ type ChainReader struct {
 }
 
 // NewChainReader returns a reader of the chain that starts at head (an
-// empty chain if head is nil).
+// empty chain if head is nil). It panics with "memkit/slab:
+// NewChainReader of a nil arena" if a is nil.
 func NewChainReader(a Chainer, head []byte) *ChainReader {
+	mustArena(a, "NewChainReader")
 	r := &ChainReader{a: a}
 	r.Reset(head)
 	return r

@@ -103,7 +103,10 @@ func TestChain_WriterReportsAllocErrors(t *testing.T) {
 	if n, err := w.Write([]byte("x")); n != 0 || !errors.Is(err, slab.ErrTooLarge) {
 		t.Fatalf("Write with chunks above the slab size = %d, %v", n, err)
 	}
-	memtest.CheckPanic(t, "memkit/slab: negative size", func() { slab.NewChainWriter(a, 0) })
+	memtest.CheckPanic(t, "memkit/slab: NewChainWriter chunk size 0 must be at least 1", func() { slab.NewChainWriter(a, 0) })
+	memtest.CheckPanic(t, "memkit/slab: NewChainWriter of a nil arena", func() { slab.NewChainWriter(nil, 64) })
+	memtest.CheckPanic(t, "memkit/slab: NewChainWriter of a nil arena", func() { slab.NewChainWriter((*slab.Shared)(nil), 64) })
+	memtest.CheckPanic(t, "memkit/slab: NewChainReader of a nil arena", func() { slab.NewChainReader((*slab.Arena)(nil), nil) })
 }
 
 func TestChain_DoesNotAllocate(t *testing.T) {

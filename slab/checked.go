@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
@@ -11,31 +12,28 @@ import (
 
 // The checked build (-tags memkitdebug). Every function here is called
 // only under "if checked.Enabled", so the release build compiles the calls
-// away.
-
-// Quarantine bounds: a freed chunk waits until this many chunks, or this
-// many bytes of chunks, were freed after it before it may be handed out
-// again.
-const (
-	quarantineChunks = 256
-	quarantineBytes  = 4 << 20
-)
+// away. Freed chunks wait in the tracker's quarantine (checked.Tracker.Hold,
+// bounded by checked.QuarantineBytes and QuarantineBlocks), poisoned, so
+// that a late DecRef finds them free and a write after free is reported
+// when they leave it, or earlier by memkit.Leaks.
 
 // arenaChecked is an Arena's checked-build state.
 type arenaChecked struct {
 	trk *checked.Tracker // shared by the shards of a Shared
 
-	// The quarantine: freed chunks, oldest first, in a ring.
-	quar   [quarantineChunks]qent
-	qhead  int // oldest entry
-	qlen   int
-	qbytes int
+	// For a shard of a Shared: the shard's lock, which a chunk's release
+	// from the quarantine takes, and the chunks freed under it, which the
+	// Shared hands to the tracker's quarantine once it has unlocked the
+	// shard (Tracker.Hold may release other chunks, of any shard).
+	guard   sync.Locker
+	pending []heldChunk
 }
 
-// qent is a chunk in quarantine.
-type qent struct {
-	s *slab
-	i int32
+// heldChunk is a freed chunk on its way into the tracker's quarantine.
+type heldChunk struct {
+	s   *slab
+	i   int32
+	rec *checked.Record
 }
 
 // chunkAddr returns the address of chunk i of s.
@@ -48,8 +46,9 @@ func chunkMem(s *slab, i int32) []byte {
 
 // checkAlloc checks the chunk alloc is about to hand out of s for a
 // request of n bytes: it must still hold the poison its free left (or grow
-// put there). It then fills the slack after n bytes with guard bytes and
-// records the allocation.
+// put there), which the quarantine verified when it released the chunk,
+// so a change here is a write after it left the quarantine. It then fills
+// the slack after n bytes with guard bytes and records the allocation.
 func (a *Arena) checkAlloc(s *slab, n int) {
 	i := s.freeHead
 	if i < 0 {
@@ -59,62 +58,62 @@ func (a *Arena) checkAlloc(s *slab, n int) {
 	p := chunkAddr(s, i)
 	if k := checked.IndexNot(mem, checked.PoisonByte); k >= 0 {
 		checked.Fill(mem, checked.PoisonByte) // the arena stays usable
-		m := &checked.Misuse{Allocator: "slab", Op: "Alloc", Kind: checked.UseAfterFree, Addr: p,
-			Detail: fmt.Sprintf("byte %d of the %d-byte chunk changed after its last DecRef", k, s.size)}
-		withStacks(m, a.chk.trk.Freed(p), true)
-		panic(m)
+		panic(report(a.chk.trk, "Alloc", checked.UseAfterFree, p, a.chk.trk.Freed(p), true,
+			fmt.Sprintf("byte %d of the %d-byte chunk changed after its last DecRef", k, s.size)))
 	}
 	checked.Fill(mem[n:], checked.GuardByte)
-	// Skip alloc and Alloc: the stack starts at their caller.
-	a.chk.trk.Alloc(p, n, 2)
+	// The stack starts at the caller of the arena.
+	a.chk.trk.Alloc(p, n, checked.SkipWithin(pkgPath))
 }
 
 // checkFree frees chunk i of s, whose last reference just went, in the
 // checked build: it records the free, checks the guard bytes after the
-// allocation, poisons the chunk and puts it in quarantine instead of on
-// the free list. It panics with an Overflow after all that if a guard byte
-// changed.
+// allocation, and hands the chunk to the tracker's quarantine, which
+// poisons it and keeps it out of reuse, instead of to the free list. It
+// panics with an Overflow after all that if a guard byte changed.
 func (a *Arena) checkFree(s *slab, i int32) {
 	p := chunkAddr(s, i)
-	r := a.chk.trk.Free("DecRef", p, 3) // live: this does not panic
+	r := a.chk.trk.Free("DecRef", p, checked.SkipWithin(pkgPath)) // live: this does not panic
 	mem := chunkMem(s, i)
 	bad := checked.IndexNot(mem[r.Size:], checked.GuardByte)
-	checked.Fill(mem, checked.PoisonByte)
-	a.quarantine(s, i)
+	if a.chk.guard != nil {
+		a.chk.pending = append(a.chk.pending, heldChunk{s, i, r})
+	} else {
+		a.hold(heldChunk{s, i, r})
+	}
 	if bad >= 0 {
-		m := &checked.Misuse{Allocator: "slab", Op: "DecRef", Kind: checked.Overflow, Addr: p,
-			Detail: fmt.Sprintf("byte %d past the end of the allocation (chunk of %d bytes) was written", bad, s.size)}
-		withStacks(m, r, false)
-		panic(m)
+		panic(report(a.chk.trk, "DecRef", checked.Overflow, p, r, false,
+			fmt.Sprintf("byte %d past the end of the allocation (chunk of %d bytes) was written", bad, s.size)))
 	}
 }
 
-// quarantine holds chunk i of s back from reuse, and hands the oldest
-// chunks of the quarantine to their free lists while it is over its
-// bounds.
-func (a *Arena) quarantine(s *slab, i int32) {
-	q := a.chk
-	if q.qlen == quarantineChunks {
-		a.evict()
+// hold hands a freed chunk to the tracker's quarantine, with the function
+// that puts it on its free list once it leaves. The caller must not hold
+// the lock of any shard of a Shared: the tracker may release chunks of
+// any shard from here.
+func (a *Arena) hold(h heldChunk) {
+	release := func() { a.unhold(h.s, h.i) }
+	if g := a.chk.guard; g != nil {
+		release = func() {
+			g.Lock()
+			defer g.Unlock()
+			a.unhold(h.s, h.i)
+		}
 	}
-	q.quar[(q.qhead+q.qlen)%quarantineChunks] = qent{s, i}
-	q.qlen++
-	q.qbytes += int(s.size)
-	for q.qlen > 0 && q.qbytes > quarantineBytes {
-		a.evict()
-	}
+	a.chk.trk.Hold("DecRef", h.rec, chunkMem(h.s, h.i), release)
 }
 
-// evict puts the oldest chunk in quarantine on its slab's free list, as a
-// release build's DecRef does at once.
-func (a *Arena) evict() {
-	q := a.chk
-	e := q.quar[q.qhead]
-	q.quar[q.qhead] = qent{}
-	q.qhead = (q.qhead + 1) % quarantineChunks
-	q.qlen--
-	s, i := e.s, e.i
-	q.qbytes -= int(s.size)
+// takePending returns the chunks freed under a shard's lock, for the
+// Shared to hold once it unlocked the shard.
+func (a *Arena) takePending() []heldChunk {
+	p := a.chk.pending
+	a.chk.pending = nil
+	return p
+}
+
+// unhold puts chunk i of s, out of quarantine, on its slab's free list, as
+// a release build's DecRef does at once.
+func (a *Arena) unhold(s *slab, i int32) {
 	s.chunks[i].freeNext = s.freeHead
 	s.freeHead = i
 	cl := s.cl
@@ -124,23 +123,31 @@ func (a *Arena) evict() {
 	}
 }
 
-// flushQuarantine hands every chunk in quarantine to its free list, which
-// may release slabs.
+// flushQuarantine hands every chunk in the quarantine to its free list,
+// which may release slabs. For an Arena of its own only: a Shared flushes
+// its tracker with no shard locked.
 func (a *Arena) flushQuarantine() {
-	for a.chk.qlen > 0 {
-		a.evict()
+	a.chk.trk.Flush("Alloc")
+}
+
+// quarantined reports whether an Arena of its own has chunks in the
+// quarantine that flushQuarantine would hand back.
+func (a *Arena) quarantined() bool {
+	if a.chk.guard != nil {
+		return false
 	}
+	n, _ := a.chk.trk.Held()
+	return n > 0
 }
 
 // misuse panics with a report of op on chunk i of s, with the stacks the
-// tracker holds for it.
+// tracker holds for it: of its allocation, and of its free if it is free.
 func (a *Arena) misuse(op, kind string, s *slab, i int32, detail string) {
 	p := chunkAddr(s, i)
-	m := &checked.Misuse{Allocator: "slab", Op: op, Kind: kind, Addr: p, Detail: detail}
 	if s.chunks[i].refs <= 0 {
-		withStacks(m, a.chk.trk.Freed(p), true)
+		panic(report(a.chk.trk, op, kind, p, a.chk.trk.Freed(p), true, detail))
 	}
-	panic(m)
+	panic(report(a.chk.trk, op, kind, p, a.chk.trk.Lookup(p), false, detail))
 }
 
 // foreignFree panics with a report of a free of the buffer at p, in no
@@ -151,19 +158,16 @@ func (a *Arena) foreignFree(op string, p uintptr) {
 }
 
 func foreignMisuse(trk *checked.Tracker, op string, p uintptr) *checked.Misuse {
-	m := &checked.Misuse{Allocator: "slab", Op: op, Kind: checked.ForeignFree, Addr: p}
 	if r := trk.Freed(p); r != nil {
-		m.Kind, m.Detail = checked.DoubleFree, "the chunk's slab was released since"
-		withStacks(m, r, true)
+		return report(trk, op, checked.DoubleFree, p, r, true, "the chunk's slab was released since")
 	}
-	return m
+	return report(trk, op, checked.ForeignFree, p, nil, false, "")
 }
 
 // staleLoc panics with a report of op on the stale Loc l, with the stacks
 // of the chunk it named while they are known: until the chunk is handed
 // out again (the quarantine delays that) or its slab released.
 func (a *Arena) staleLoc(op string, l Loc) {
-	m := &checked.Misuse{Allocator: "slab", Op: op, Kind: checked.StaleHandle}
 	k := int(l.slab&slotMask) - 1
 	var s *slab
 	if l.slab&^slotMask == a.tag && k >= 0 && k < len(a.slabs) {
@@ -171,33 +175,32 @@ func (a *Arena) staleLoc(op string, l Loc) {
 	}
 	switch {
 	case l.slab&^slotMask != a.tag:
-		m.Detail = "a Loc of another shard or arena"
+		panic(report(a.chk.trk, op, checked.StaleHandle, 0, nil, false, "a Loc of another shard or arena"))
 	case s == nil || int(l.chunk) >= len(s.chunks):
-		m.Detail = "the chunk's slab was released"
-	default:
-		i := int32(l.chunk)
-		ch := &s.chunks[i]
-		m.Addr = chunkAddr(s, i)
-		m.Detail = fmt.Sprintf("a Loc of generation %d; the chunk is at generation %d", l.gen, ch.gen)
-		if ch.refs <= 0 && ch.gen == l.gen+1 {
-			withStacks(m, a.chk.trk.Freed(m.Addr), true)
-		}
+		panic(report(a.chk.trk, op, checked.StaleHandle, 0, nil, false, "the chunk's slab was released"))
 	}
-	panic(m)
+	i := int32(l.chunk)
+	ch := &s.chunks[i]
+	p := chunkAddr(s, i)
+	var r *checked.Record
+	if ch.refs <= 0 && ch.gen == l.gen+1 {
+		r = a.chk.trk.Freed(p)
+	}
+	panic(report(a.chk.trk, op, checked.StaleHandle, p, r, true,
+		fmt.Sprintf("a Loc of generation %d; the chunk is at generation %d", l.gen, ch.gen)))
 }
 
-// withStacks fills the size and stacks of m from r, if not nil: the
-// allocation stack, and with free the stack of the free, each trimmed of
-// the frames inside this package.
-func withStacks(m *checked.Misuse, r *checked.Record, free bool) {
-	if r == nil {
-		return
+// report is trk.Report with the stacks trimmed of the frames inside this
+// package, so that they start at the caller; without free, it leaves out
+// the free stack.
+func report(trk *checked.Tracker, op, kind string, p uintptr, r *checked.Record, free bool, detail string) *checked.Misuse {
+	m := trk.Report(op, kind, p, r, detail)
+	m.Alloc = checked.TrimPkg(m.Alloc, pkgPath)
+	m.Free = checked.TrimPkg(m.Free, pkgPath)
+	if !free {
+		m.Free = checked.Stack{}
 	}
-	m.Size = r.Size
-	m.Alloc = checked.TrimPkg(r.Alloc, pkgPath)
-	if free {
-		m.Free = checked.TrimPkg(r.Free, pkgPath)
-	}
+	return m
 }
 
 // pkgPath is this package's import path.

@@ -65,14 +65,19 @@
 //   - a double DecRef, even through an old buffer after the chunk could
 //     have been handed out again (unnoticed in a release build, which hands
 //     the chunk to its next owner at once): a freed chunk waits in a
-//     quarantine until 256 more chunks (or 4 MiB of them) were freed
-//     before it is handed out again, so a late DecRef finds it free;
+//     quarantine, the same for every memkit allocator, until more than
+//     4096 chunks (or 4 MiB of them) wait after it, before it is handed
+//     out again, so a late DecRef finds it free;
+//   - a DecRef that would drop the reference a chain holds on its
+//     successor (a DecRef too many of a chained chunk), which a release
+//     build also catches;
 //   - a DecRef of a buffer the arena did not allocate;
 //   - a stale handle: a [Loc], or a buffer used with AddRef, BufToLoc,
 //     SetNext or GetNext, whose chunk was freed;
 //   - a write after free (unnoticed in a release build): a freed chunk is
-//     filled with a poison pattern, checked when the chunk is handed out
-//     again;
+//     filled with a poison pattern, checked when it leaves the quarantine
+//     and by memkit.Leaks, so that a test that makes the mistake and then
+//     checks for leaks hears of it;
 //   - a write past the end of an allocation into its chunk's slack, with
 //     unsafe or a view (unnoticed in a release build; append cannot do it,
 //     the capacity is locked): the slack is filled with guard bytes at

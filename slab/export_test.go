@@ -41,13 +41,10 @@ func (a *Arena) FlushQuarantine() {
 	}
 }
 
-// FlushQuarantine is [Arena.FlushQuarantine] for every shard.
+// FlushQuarantine is [Arena.FlushQuarantine] for a Shared.
 func (sh *Shared) FlushQuarantine() {
-	for k := range sh.shards {
-		s := &sh.shards[k]
-		s.lock()
-		s.a.FlushQuarantine()
-		s.unlock()
+	if checked.Enabled {
+		sh.trk.Flush("Alloc")
 	}
 }
 

@@ -3,6 +3,7 @@
 package slab_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"unsafe"
@@ -114,19 +115,38 @@ func TestMisuse_StaleHandle(t *testing.T) {
 	wantReport(t, "AddRef", checked.StaleHandle, true, func() { a.AddRef(b) })
 }
 
+// A write after free is reported no later than memkit.Leaks, the check a
+// test makes at its end (issue 13 case 9), and again when the chunk leaves
+// the quarantine.
 func TestMisuse_WriteAfterFree(t *testing.T) {
-	a := mustArena(t, 64, 4096, 2)
-	b := a.Alloc(100)
-	a.DecRef(b)
-	b[7] = 1 // through the freed buffer
-	a.FlushQuarantine()
-	m := wantReport(t, "Alloc", checked.UseAfterFree, true, func() { a.Alloc(100) })
-	if m.Addr != addr(b) || !strings.Contains(m.Detail, "byte 7 ") {
-		t.Errorf("misuse at %#x, %q; want %#x, byte 7", m.Addr, m.Detail, addr(b))
-	}
-	// The report repaired the chunk: it is handed out next.
-	if c := a.Alloc(100); addr(c) != addr(b) {
-		t.Fatal("the chunk was not handed out after the report")
+	for _, shared := range []bool{false, true} {
+		var a interface {
+			Alloc(n int) []byte
+			DecRef(buf []byte) bool
+			FlushQuarantine()
+			ReadStats(*memkit.Stats)
+		}
+		if shared {
+			a = mustShared(t, 64, 4096)
+		} else {
+			a = mustArena(t, 64, 4096, 2)
+		}
+		keep := a.Alloc(10)
+		b := a.Alloc(100)
+		a.DecRef(b)
+		b[7] = 1 // through the freed buffer
+		_, err := memkit.Leaks(a)
+		var m *memkit.Misuse
+		if !errors.As(err, &m) {
+			t.Fatalf("shared %v: Leaks = %v; want the write after free", shared, err)
+		}
+		memtest.CheckMisuse(t, m, "slab", "memkit.Leaks", checked.UseAfterFree, "TestMisuse_WriteAfterFree", true)
+		if m.Addr != addr(b) || m.Size != 100 || !strings.Contains(m.Detail, "byte 7 ") {
+			t.Errorf("misuse at %#x (%d bytes), %q; want %#x, 100 bytes, byte 7", m.Addr, m.Size, m.Detail, addr(b))
+		}
+		m, _ = memtest.MisuseOf(a.FlushQuarantine)
+		memtest.CheckMisuse(t, m, "slab", "Alloc", checked.UseAfterFree, "TestMisuse_WriteAfterFree", true)
+		a.DecRef(keep)
 	}
 }
 

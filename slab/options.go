@@ -1,6 +1,8 @@
 package slab
 
 import (
+	"fmt"
+
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
 )
@@ -30,8 +32,16 @@ type config struct {
 	trk *checked.Tracker
 }
 
-func defaultConfig() config {
-	return config{idleSlabs: DefaultIdleSlabs}
+// configure applies opts to the defaults, and refuses a nil Option.
+func configure(opts []Option) (config, error) {
+	cfg := config{idleSlabs: DefaultIdleSlabs}
+	for k, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("slab: option %d of %d is nil", k+1, len(opts))
+		}
+		o(&cfg)
+	}
+	return cfg, nil
 }
 
 // MaxShards is the largest number of shards [NewShared] accepts.

@@ -81,9 +81,9 @@ func (s *shard) unlock() { s.mu.Unlock() }
 // from any goroutine that uses the arena, never from two at once for the
 // same shard; they must not panic, which would leave a shard locked.
 func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(size int) []byte, opts ...Option) (*Shared, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, err
 	}
 	n := cfg.shards
 	if n == 0 {
@@ -125,6 +125,9 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 			return nil, err
 		}
 		a.tag = id << slotBits
+		if checked.Enabled {
+			a.chk.guard = &sh.shards[k].mu
+		}
 		if k > 0 {
 			a.tab = sh.shards[0].a.tab // the class table is the same: share it
 		}
@@ -205,7 +208,7 @@ func (sh *Shared) lockLoc(l Loc) *shard {
 	k := l.slab >> slotBits
 	if k >= uint32(len(sh.shards)) {
 		if checked.Enabled {
-			panic(&checked.Misuse{Allocator: "slab", Op: callerOp(1), Kind: checked.StaleHandle, Detail: "a Loc of no shard of this arena"})
+			panic(sh.trk.Report(callerOp(1), checked.StaleHandle, 0, nil, "a Loc of no shard of this arena"))
 		}
 		panic(msgStale)
 	}
@@ -271,12 +274,21 @@ func (sh *Shared) TryAlloc(n int) ([]byte, error) {
 }
 
 // tryAllocChecked is the rest of TryAlloc in the checked build, where
-// alloc panics on a write after free: it unlocks s even then.
+// alloc panics on a write after free: it unlocks s even then. When the
+// shard cannot grow, it empties the quarantine, whose chunks a release
+// build would have handed out, and tries again.
 func (sh *Shared) tryAllocChecked(s *shard, n int) ([]byte, error) {
-	b, err := func() ([]byte, error) {
+	alloc := func() ([]byte, error) {
 		defer s.unlock()
 		return s.a.alloc(n)
-	}()
+	}
+	b, err := alloc()
+	if held, _ := sh.trk.Held(); b == nil && held > 0 && (err == ErrBudget || err == ErrNoSpace) {
+		sh.trk.Flush("Alloc")
+		s.lock()
+		s.a.failures.Add(^uint64(0)) // the first try does not count
+		b, err = alloc()
+	}
 	if err == ErrBudget {
 		b, err = sh.allocElsewhere(s, n, err)
 	}
@@ -346,9 +358,24 @@ func (sh *Shared) DecRef(buf []byte) bool {
 // the stack in overlapping 16-byte moves, and the loads that could not be
 // forwarded from those stores took a quarter of Shared's Alloc+DecRef time.
 func (sh *Shared) decRef(s *shard, buf []byte, h *Loc) (last, chained bool) {
-	defer s.unlock()
+	defer sh.unlockHeld(s)
 	last = s.a.DecRef(buf)
 	return last, s.a.moveHandoff(h)
+}
+
+// unlockHeld unlocks shard s after a call that may have freed chunks and,
+// in the checked build, hands them to the quarantine, which must not be
+// done under the lock: the quarantine may release chunks of any shard.
+func (sh *Shared) unlockHeld(s *shard) {
+	if !checked.Enabled {
+		s.unlock()
+		return
+	}
+	held := s.a.takePending()
+	s.unlock()
+	for _, h := range held {
+		s.a.hold(h)
+	}
 }
 
 // release drops the chain reference to h and, as long as that frees a
@@ -364,7 +391,7 @@ func (sh *Shared) release(h Loc) {
 // the shard even when the Arena panics on a stale link.
 func (sh *Shared) releaseOne(h Loc) Loc {
 	s := sh.lockLoc(h)
-	defer s.unlock()
+	defer sh.unlockHeld(s)
 	s.a.unchain(h)
 	return s.a.takeHandoff()
 }
@@ -413,7 +440,7 @@ func (sh *Shared) LocDecRef(l Loc) bool {
 // locDecRef is the part of LocDecRef under the shard's lock, as decRef is
 // DecRef's.
 func (sh *Shared) locDecRef(s *shard, l Loc, h *Loc) (last, chained bool) {
-	defer s.unlock()
+	defer sh.unlockHeld(s)
 	last = s.a.LocDecRef(l)
 	return last, s.a.moveHandoff(h)
 }

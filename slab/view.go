@@ -2,7 +2,9 @@ package slab
 
 import (
 	"fmt"
+	"math/bits"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -55,8 +57,12 @@ func ViewSlice[T any](buf []byte, n int) []T {
 	var zero T
 	size, align := unsafe.Sizeof(zero), unsafe.Alignof(zero)
 	if size != 0 && uint64(len(buf))/uint64(size) < uint64(n) {
-		panic(fmt.Sprintf("memkit/slab: ViewSlice[%s] of %d needs %d bytes, buffer has %d",
-			typeName[T](), n, uint64(size)*uint64(n), len(buf)))
+		need := "2^64 or more"
+		if hi, lo := bits.Mul64(uint64(size), uint64(n)); hi == 0 {
+			need = strconv.FormatUint(lo, 10)
+		}
+		panic(fmt.Sprintf("memkit/slab: ViewSlice[%s] of %d needs %s bytes, buffer has %d",
+			typeName[T](), n, need, len(buf)))
 	}
 	p := unsafe.Pointer(unsafe.SliceData(buf))
 	if uintptr(p)%align != 0 {

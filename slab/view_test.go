@@ -88,6 +88,10 @@ func TestView_ChecksSizeAndAlignment(t *testing.T) {
 	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] of 3 needs 12 bytes, buffer has 11", func() { slab.ViewSlice[uint32](buf[:11], 3) })
 	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] needs 4-byte alignment", func() { slab.ViewSlice[uint32](buf[2:], 1) })
 	memtest.CheckPanic(t, "memkit/slab: negative size", func() { slab.ViewSlice[uint32](buf, -1) })
+	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] of 4611686018427387904 needs 2^64 or more bytes, buffer has 64",
+		func() { slab.ViewSlice[uint32](buf[:64], 1<<62) })
+	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] of 1152921504606846976 needs 4611686018427387904 bytes, buffer has 64",
+		func() { slab.ViewSlice[uint32](buf[:64], 1<<60) })
 	xs := slab.ViewSlice[uint32](buf, 16)
 	if len(xs) != 16 || unsafe.Pointer(&xs[0]) != unsafe.Pointer(&buf[0]) {
 		t.Fatalf("ViewSlice: len %d, aliases buf %v", len(xs), unsafe.Pointer(&xs[0]) == unsafe.Pointer(&buf[0]))
