@@ -1,272 +1,246 @@
-//go:build memkitdebug
-
 package buffer_test
 
 import (
-	"strings"
+	"fmt"
 	"testing"
 	"unsafe"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/buffer"
-	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
-// The misuse suite of the checked build: one test per mistake, each
-// asserting the report. A *Buffer is the handle: a stale one is caught
-// whatever happened since, since the checked build never reuses a header.
+// The misuse table of package buffer: each mistake a user can make with a
+// Buffer, a FixedPool, a Slice or a Reader, what each build does about it,
+// and a test that makes it beside another live buffer that must come
+// through intact. memtest.RunMistakes runs it in the build in use and keeps
+// the README's safety table equal to it.
 
-// checkMisuse fails t unless m reports kind for op by allocator, with the
-// stack of the allocation (by the test function named test) and, with
-// freed, of the first free.
-func checkMisuse(t *testing.T, m *checked.Misuse, allocator, op, kind, test string, freed bool) {
-	t.Helper()
-	if m == nil {
-		t.Fatalf("no *checked.Misuse panic; want %q", kind)
+// witness is a live buffer of the pool beside the one a mistake concerns,
+// filled with a pattern; its check reports whether the pattern is intact.
+type witness struct {
+	b    *buffer.Buffer
+	want string
+}
+
+func newWitness(b *buffer.Buffer, seed int) witness {
+	w := witness{b: b, want: fmt.Sprintf("witness %d: %x", seed, seed*0x9e3779b9)}
+	b.WriteString(w.want)
+	return w
+}
+
+func (w witness) intact() error {
+	if got := string(w.b.Bytes()); got != w.want {
+		return fmt.Errorf("a live buffer holds %q, want %q", got, w.want)
 	}
-	if m.Allocator != allocator || m.Op != op || m.Kind != kind {
-		t.Fatalf("misuse %s/%s/%s; want %s/%s/%s", m.Allocator, m.Op, m.Kind, allocator, op, kind)
-	}
-	msg := m.Error()
-	if !strings.HasPrefix(msg, "memkit/"+allocator+": "+op+": "+kind+" at 0x") {
-		t.Errorf("report starts %q", msg)
-	}
-	if test == "" {
-		return
-	}
-	if !strings.Contains(msg, "allocated at:\n") || !strings.Contains(msg, "buffer_test."+test) {
-		t.Errorf("report lacks the allocation in %s:\n%s", test, msg)
-	}
-	// The stacks start at the first frame outside the allocator's package:
-	// the test, or the buffer package's code that called bytepool.
-	if i := strings.Index(msg, "first freed at:\n"); freed && (i < 0 || !strings.Contains(msg[i:], "buffer_test."+test)) {
-		t.Errorf("report lacks the first free in %s:\n%s", test, msg)
+	return nil
+}
+
+// releaseCorrupts skips the row in the release build, whose table cell
+// says the mistake is not caught and harms another allocation: only the
+// checked build has a behaviour to assert.
+func releaseCorrupts(t testing.TB) {
+	if !checked.Enabled {
+		t.Skip("not caught by the release build: see the row's release cell")
 	}
 }
 
-// sources are the ways to get a Buffer that a pool tracks.
-func sources(t *testing.T) map[string]func() *buffer.Buffer {
-	fp := mustFixed(t, 2, 64)
-	return map[string]func() *buffer.Buffer{
-		"Get":      func() *buffer.Buffer { return buffer.Get() },
-		"GetSize":  func() *buffer.Buffer { return buffer.GetSize(100) },
-		"Checkout": fp.Checkout,
-		"miss": func() *buffer.Buffer {
-			full := mustFixed(t, 1, 64)
-			full.Checkout()
-			return full.Checkout()
+const msgDouble = "memkit/buffer: double free"
+
+func bufferMistakes() []memtest.Mistake {
+	return []memtest.Mistake{
+		{
+			Name:    "second Free of a Buffer",
+			Release: "panic `memkit/buffer: double free` until the header is handed out again",
+			Checked: "DoubleFree (headers are never reused)",
+			Panic:   msgDouble, Op: "Free", Kind: checked.DoubleFree,
+			Setup: func(t testing.TB) (func(), func() error) {
+				p := mustPool(t)
+				b, w := p.Get(), newWitness(p.Get(), 1)
+				b.WriteString("mine")
+				b.Free()
+				return func() { b.Free() }, w.intact
+			},
+		},
+		{
+			Name:    "second Close",
+			Release: "returns `ErrClosed`, the pool unchanged",
+			Checked: "the same",
+			Setup: func(t testing.TB) (func(), func() error) {
+				fp := mustFixed(t, 2, 64)
+				b, w := fp.Checkout(), newWitness(fp.Checkout(), 2)
+				b.Close()
+				return func() {
+					if err := b.Close(); err != buffer.ErrClosed {
+						t.Errorf("second Close = %v, want ErrClosed", err)
+					}
+				}, w.intact
+			},
+		},
+		{
+			Name:    "second Free of a FixedPool buffer",
+			Release: "panic `memkit/buffer: double free`",
+			Checked: "DoubleFree",
+			Panic:   msgDouble, Op: "Free", Kind: checked.DoubleFree,
+			Setup: func(t testing.TB) (func(), func() error) {
+				fp := mustFixed(t, 2, 64)
+				b, w := fp.Checkout(), newWitness(fp.Checkout(), 3)
+				b.Free()
+				return func() { b.Free() }, w.intact
+			},
+		},
+		{
+			Name:    "Close through a stale *Buffer after one more Checkout",
+			Release: "returns `ErrClosed` (each buffer alternates two headers)",
+			Checked: "the same (every checkout has a header of its own)",
+			Setup: func(t testing.TB) (func(), func() error) {
+				fp := mustFixed(t, 1, 64)
+				stale := fp.Checkout()
+				stale.Close()
+				w := newWitness(fp.Checkout(), 4)
+				return func() {
+					if err := stale.Close(); err != buffer.ErrClosed {
+						t.Errorf("stale Close = %v, want ErrClosed", err)
+					}
+				}, w.intact
+			},
+		},
+		{
+			Name:    "Close through a stale *Buffer after two more Checkouts",
+			Release: "not caught: the header serves the new owner, whose checkout it closes",
+			Checked: "returns `ErrClosed`",
+			Setup: func(t testing.TB) (func(), func() error) {
+				releaseCorrupts(t)
+				fp := mustFixed(t, 1, 64)
+				stale := fp.Checkout()
+				stale.Close()
+				fp.Checkout().Close()
+				w := newWitness(fp.Checkout(), 5)
+				return func() {
+					if err := stale.Close(); err != buffer.ErrClosed {
+						t.Errorf("stale Close = %v, want ErrClosed", err)
+					}
+				}, w.intact
+			},
+		},
+		{
+			Name:    "write through a Buffer after Free",
+			Release: "not caught: the write takes fresh storage, never another buffer's",
+			Checked: "StaleHandle",
+			Op:      "WriteString", Kind: checked.StaleHandle,
+			Setup: func(t testing.TB) (func(), func() error) {
+				p := mustPool(t)
+				b, w := p.Get(), newWitness(p.Get(), 6)
+				b.Free()
+				return func() { b.WriteString("late") }, w.intact
+			},
+		},
+		{
+			Name:    "write through a FixedPool Buffer after Close",
+			Release: "not caught: Close detached the storage, so the write takes fresh memory, never the next user's buffer",
+			Checked: "StaleHandle",
+			Op:      "Write", Kind: checked.StaleHandle,
+			Setup: func(t testing.TB) (func(), func() error) {
+				fp := mustFixed(t, 1, 64)
+				b := fp.Checkout()
+				b.Close()
+				w := newWitness(fp.Checkout(), 7)
+				return func() { b.Write([]byte("late")) }, w.intact
+			},
+		},
+		{
+			Name:    "Free of a copied Buffer",
+			Release: "not caught: the copy returns the original's storage",
+			Checked: "ForeignFree",
+			Op:      "Free", Kind: checked.ForeignFree,
+			Setup: func(t testing.TB) (func(), func() error) {
+				p := mustPool(t)
+				b, w := p.Get(), newWitness(p.Get(), 8)
+				b.WriteString("shared")
+				cp := new(buffer.Buffer)
+				*cp = *b
+				return func() { cp.Free() }, w.intact
+			},
+		},
+		{
+			Name:    "write through a view of a FixedPool buffer after Close",
+			Release: "not caught: the bytes land in the idle buffer",
+			Checked: "UseAfterFree, with the stacks, at the Checkout that takes the buffer (or memkit.Leaks)",
+			Op:      "Checkout", Kind: checked.UseAfterFree,
+			Setup: func(t testing.TB) (func(), func() error) {
+				fp := mustFixed(t, 2, 64)
+				b, w := fp.Checkout(), newWitness(fp.Checkout(), 9)
+				b.WriteString("abc")
+				view := b.Bytes()
+				b.Close()
+				return func() {
+					view[1] = 'x'
+					fp.Checkout()
+				}, w.intact
+			},
+		},
+		{
+			Name:    "write past a FixedPool buffer through unsafe",
+			Release: "not caught: the bytes land in the next buffer",
+			Checked: "Overflow at Close (a 16-byte guard after each buffer)",
+			Op:      "Close", Kind: checked.Overflow,
+			Setup: func(t testing.TB) (func(), func() error) {
+				releaseCorrupts(t)
+				fp := mustFixed(t, 2, 64)
+				b, w := fp.Checkout(), newWitness(fp.Checkout(), 10)
+				b.WriteString("x")
+				past := unsafe.Slice(unsafe.SliceData(b.Bytes()), b.Cap()+1)
+				past[b.Cap()] = 1
+				return func() { b.Close() }, w.intact
+			},
+		},
+		{
+			Name:    "Truncate past the length",
+			Release: "panic `memkit/buffer: Truncate out of range`",
+			Checked: "the same",
+			Panic:   "memkit/buffer: Truncate out of range",
+			Setup: func(t testing.TB) (func(), func() error) {
+				fp := mustFixed(t, 2, 64)
+				b, w := fp.Checkout(), newWitness(fp.Checkout(), 11)
+				b.WriteString("abc")
+				return func() { b.Truncate(4) }, w.intact
+			},
+		},
+		{
+			Name:    "Slice.PushOwned of a buffer bytepool did not hand out",
+			Release: "not caught: Slice.Free gives it to bytepool, which keeps it or counts a bad free",
+			Checked: "ForeignFree",
+			Op:      "PushOwned", Kind: checked.ForeignFree,
+			Setup: func(t testing.TB) (func(), func() error) {
+				var s buffer.Slice
+				w := newWitness(buffer.Get(), 12)
+				foreign := make([]byte, 128)
+				t.Cleanup(func() { w.b.Free() })
+				return func() { s.PushOwned(foreign) }, w.intact
+			},
+		},
+		{
+			Name:    "Reader call with a negative count",
+			Release: "panic `memkit/buffer: negative read count`",
+			Checked: "the same",
+			Panic:   "memkit/buffer: negative read count",
+			Setup: func(t testing.TB) (func(), func() error) {
+				s := buffer.NewSlice([]byte("abc"), []byte("def"))
+				r := s.NewReader()
+				r.Skip(2)
+				return func() { r.Skip(-1) }, func() error {
+					if b, err := r.ReadBytes(4); err != nil || string(b) != "cdef" {
+						return fmt.Errorf("the Reader moved: %q, %v", b, err)
+					}
+					return nil
+				}
+			},
 		},
 	}
 }
 
-func TestMisuse_DoubleFree(t *testing.T) {
-	for name, get := range sources(t) {
-		t.Run("from="+name, func(t *testing.T) {
-			b := get()
-			b.WriteString("x")
-			b.Free()
-			checkMisuse(t, misuseOf(func() { b.Free() }), "buffer", "Free", checked.DoubleFree, "TestMisuse_DoubleFree", true)
-			// A second Close is no mistake: it reports ErrClosed.
-			if err := b.Close(); err != buffer.ErrClosed {
-				t.Fatalf("Close after Free = %v", err)
-			}
-		})
-	}
-}
-
-func TestMisuse_LateFreeAfterReuse(t *testing.T) {
-	// The release build catches a second Free only until the header is
-	// handed out again; the checked build never reuses one.
-	p := mustPool(t)
-	old := p.Get()
-	old.Free()
-	cur := p.Get()
-	cur.WriteString("mine")
-	checkMisuse(t, misuseOf(func() { old.Free() }), "buffer", "Free", checked.DoubleFree, "TestMisuse_LateFreeAfterReuse", true)
-	if cur.String() != "mine" {
-		t.Fatal("the late Free disturbed the new owner")
-	}
-	cur.Free()
-
-	fp := mustFixed(t, 1, 64)
-	stale := fp.Checkout()
-	stale.Close()
-	for range 3 {
-		fp.Checkout().Close()
-	}
-	now := fp.Checkout()
-	checkMisuse(t, misuseOf(func() { stale.Free() }), "buffer", "Free", checked.DoubleFree, "TestMisuse_LateFreeAfterReuse", true)
-	if err := stale.Close(); err != buffer.ErrClosed {
-		t.Fatalf("stale Close = %v", err)
-	}
-	now.Close()
-}
-
-func TestMisuse_ForeignFree(t *testing.T) {
-	for name, get := range sources(t) {
-		t.Run("from="+name, func(t *testing.T) {
-			b := get()
-			b.WriteString("x")
-			cp := new(buffer.Buffer)
-			*cp = *b // a copy shares, and would return, b's storage
-			for _, op := range []string{"Free", "Close"} {
-				m := misuseOf(func() {
-					if op == "Free" {
-						cp.Free()
-					} else {
-						cp.Close()
-					}
-				})
-				checkMisuse(t, m, "buffer", op, checked.ForeignFree, "", false)
-			}
-			if b.String() != "x" {
-				t.Fatal("the copy's Free disturbed the original")
-			}
-			b.Free()
-		})
-	}
-}
-
-func TestMisuse_StaleHandle(t *testing.T) {
-	for name, get := range sources(t) {
-		t.Run("from="+name, func(t *testing.T) {
-			b := get()
-			b.WriteString("x")
-			b.Free()
-			for op, f := range map[string]func(){
-				"Write":       func() { b.Write([]byte("x")) },
-				"WriteString": func() { b.WriteString("x") },
-				"WriteByte":   func() { b.WriteByte('x') },
-				"Bytes":       func() { b.Bytes() },
-				"Len":         func() { b.Len() },
-				"String":      func() { _ = b.String() },
-				"Reset":       func() { b.Reset() },
-				"AppendInt":   func() { b.AppendInt(1, 10) },
-				"ReadFrom":    func() { b.ReadFrom(strings.NewReader("x")) },
-				"JSON":        func() { j := buffer.NewJSON(b); j.Int(1) },
-			} {
-				m := misuseOf(f)
-				checkMisuse(t, m, "buffer", op, checked.StaleHandle, "TestMisuse_StaleHandle", true)
-				if !strings.Contains(m.Error(), ": use of a Buffer after Free or Close\n") {
-					t.Fatalf("%s: report %q", op, m.Error())
-				}
-			}
-		})
-	}
-}
-
-func TestMisuse_WriteAfterFree(t *testing.T) {
-	t.Run("from=Checkout", func(t *testing.T) {
-		fp := mustFixed(t, 1, 64)
-		b := fp.Checkout()
-		b.WriteString("abc")
-		view := b.Bytes()
-		b.Close()
-		view[1] = 'x' // through a view kept past Close
-		m := misuseOf(func() { fp.Checkout() })
-		checkMisuse(t, m, "buffer", "Checkout", checked.UseAfterFree, "TestMisuse_WriteAfterFree", true)
-		if !strings.Contains(m.Detail, "byte 1 of the freed block is 0x78") {
-			t.Fatalf("report: %v", m)
-		}
-	})
-	t.Run("from=Get", func(t *testing.T) {
-		// A Pool's storage is bytepool's, which reports the write when it
-		// hands the storage out again.
-		bp, err := bytepool.New(bytepool.WithShards(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := mustPool(t, buffer.WithBytePool(bp))
-		b := p.GetSize(100)
-		b.WriteString("abc")
-		view := b.Bytes()
-		b.Free()
-		view[0] = 'x'
-		m := misuseOf(func() { p.GetSize(100) })
-		checkMisuse(t, m, "bytepool", "Get", checked.UseAfterFree, "TestMisuse_WriteAfterFree", true)
-	})
-}
-
-func TestMisuse_Overflow(t *testing.T) {
-	// A write past a FixedPool buffer's capacity (only unsafe code can make
-	// one) lands in the guard bytes after it and is reported at Close.
-	fp := mustFixed(t, 2, 64)
-	b := fp.Checkout()
-	b.WriteString("x")
-	past := unsafe.Slice(unsafe.SliceData(b.Bytes()), b.Cap()+1)
-	past[b.Cap()] = 1
-	m := misuseOf(func() { b.Close() })
-	checkMisuse(t, m, "buffer", "Close", checked.Overflow, "TestMisuse_Overflow", false)
-	if !strings.Contains(m.Detail, "byte 0 past the end of the 64-byte buffer") {
-		t.Fatalf("report: %v", m)
-	}
-}
-
-func TestMisuse_SliceOwnedSegments(t *testing.T) {
-	b := bytepool.Get(96)
-	var s buffer.Slice
-	for _, tc := range []struct {
-		seg  []byte
-		kind string
-	}{
-		{b[16:], checked.MovedFree},
-		{b[:0:64], checked.MovedFree},
-		{make([]byte, 128), checked.ForeignFree},
-	} {
-		m := misuseOf(func() { s.PushOwned(tc.seg) })
-		checkMisuse(t, m, "buffer", "PushOwned", tc.kind, "", false)
-	}
-	s.PushOwned(b)
-	s.Free()
-	checkMisuse(t, misuseOf(func() { s.PushOwned(b) }), "buffer", "PushOwned", checked.DoubleFree, "TestMisuse_SliceOwnedSegments", true)
-	// Two copies of a Slice that owns a segment share its list of owned
-	// buffers, so the second Free finds nothing left to put back.
-	s.PushOwned(bytepool.Get(100))
-	cp := s
-	s.Free()
-	if m := misuseOf(func() { cp.Free() }); m != nil {
-		t.Fatalf("Free of a copy after the original's: %v", m)
-	}
-}
-
-func TestMisuse_Leak(t *testing.T) {
-	p := mustPool(t)
-	kept := p.Get()
-	p.Get().Free()
-	fp := mustFixed(t, 1, 64)
-	out, miss := fp.Checkout(), fp.Checkout()
-	for _, tc := range []struct {
-		src  memkit.StatsSource
-		want []*buffer.Buffer
-	}{{p, []*buffer.Buffer{kept}}, {fp, []*buffer.Buffer{out, miss}}} {
-		leaks, err := memkit.Leaks(tc.src)
-		if err != nil || len(leaks) != len(tc.want) {
-			t.Fatalf("Leaks(%T) = %v, %v", tc.src, leaks, err)
-		}
-		for _, l := range leaks {
-			found := false
-			for _, b := range tc.want {
-				found = found || l.Addr == uintptr(unsafe.Pointer(b))
-			}
-			if !found || l.Allocator != "buffer" || !strings.Contains(l.Stack, "buffer_test.TestMisuse_Leak") {
-				t.Fatalf("leak %v", l)
-			}
-		}
-	}
-	kept.Free()
-	out.Close()
-	miss.Close()
-	for _, src := range []memkit.StatsSource{p, fp} {
-		if leaks, _ := memkit.Leaks(src); len(leaks) != 0 {
-			t.Fatalf("Leaks(%T) after the Frees: %v", src, leaks)
-		}
-	}
-	// The default Pool, behind buffer.Get, reports its own.
-	d := buffer.Get()
-	leaks, err := memkit.Leaks(buffer.Default())
-	if err != nil || len(leaks) == 0 {
-		t.Fatalf("Leaks(Default) = %v, %v", leaks, err)
-	}
-	d.Free()
+// TestMistakes runs the misuse table in the build in use: go test and go
+// test -tags memkitdebug.
+func TestMistakes(t *testing.T) {
+	memtest.RunMistakes(t, "buffer", bufferMistakes())
 }
