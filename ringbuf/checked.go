@@ -77,16 +77,17 @@ func checksum(b []byte) uint64 {
 // misuse returns a report of op on the slot of pos, with the stacks of
 // the lend l, if any.
 func (c *ringChecked) misuse(op, kind string, pos uint64, l *lendRecord, detail string) *checked.Misuse {
-	m := &checked.Misuse{Allocator: "ringbuf", Op: op, Kind: kind,
-		Addr: uintptr(unsafe.Pointer(unsafe.SliceData(c.r.slotMem(pos)))), Detail: detail}
+	var rec *checked.Record
 	if l != nil && l.rec != nil {
-		m.Size = l.rec.Size
-		m.Alloc = checked.TrimPkg(l.rec.Alloc, pkgPath)
-		if l.done {
-			m.Free = checked.TrimPkg(l.rec.Free, pkgPath)
+		r := *l.rec
+		r.Alloc = checked.TrimPkg(r.Alloc, pkgPath)
+		r.Free = checked.TrimPkg(r.Free, pkgPath)
+		if !l.done {
+			r.Free = checked.Stack{}
 		}
+		rec = &r
 	}
-	return m
+	return c.trk.Report(op, kind, uintptr(c.r.slotPtr(pos)), rec, detail)
 }
 
 // lastLend returns the last lend of the slot of pos.
@@ -188,14 +189,14 @@ func (c *ringChecked) giveBack(pos uint64, op string) {
 func (c *ringChecked) badReturn(op string, s Slot) {
 	if s.buf == nil || unsafe.Pointer(unsafe.SliceData(s.buf)) != c.r.slotPtr(s.pos) {
 		want := map[string]string{"Commit": "Reserve", "Release": "Peek"}[op]
-		panic(&checked.Misuse{Allocator: "ringbuf", Op: op, Kind: checked.ForeignFree,
-			Addr: uintptr(unsafe.Pointer(unsafe.SliceData(s.buf))), Detail: "a Slot lent by no " + want + " of this ring"})
+		panic(c.trk.Report(op, checked.ForeignFree, uintptr(unsafe.Pointer(unsafe.SliceData(s.buf))), nil,
+			"a Slot lent by no "+want+" of this ring"))
 	}
 	c.mu.Lock()
-	l := c.lends[lendKey{s.pos, s.tag.isPeek()}]
+	l := c.lends[lendKey{s.pos, s.peek}]
 	c.mu.Unlock()
 	lentBy := "Reserve"
-	if s.tag.isPeek() {
+	if s.peek {
 		lentBy = "Peek"
 	}
 	switch {

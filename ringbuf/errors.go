@@ -15,6 +15,7 @@ const (
 	msgNotReserved = "memkit/ringbuf: Commit of a slot not reserved"
 	msgNotPeeked   = "memkit/ringbuf: Release of a slot not peeked"
 	msgNegative    = "memkit/ringbuf: negative size"
+	msgNilContext  = "memkit/ringbuf: nil Context"
 )
 
 const msgCommitRange = "memkit/ringbuf: Commit length outside the slot"

@@ -44,7 +44,24 @@ type config struct {
 	alertFn func(used int64, above bool)
 }
 
-func defaultConfig() config { return config{policy: Reject} }
+// buildConfig applies opts to the defaults and checks the result, naming
+// the bad option in its error.
+func buildConfig(opts []Option) (config, error) {
+	c := config{policy: Reject}
+	for i, o := range opts {
+		if o == nil {
+			return c, fmt.Errorf("ringbuf: option %d of %d is nil", i+1, len(opts))
+		}
+		o(&c)
+	}
+	switch {
+	case c.policy != Reject && c.policy != Overwrite && c.policy != Block:
+		return c, fmt.Errorf("ringbuf: Policy %d is not Reject, Overwrite or Block", int(c.policy))
+	case c.alertFn != nil && c.alertAt <= 0:
+		return c, fmt.Errorf("ringbuf: BudgetAlert threshold %d must be > 0", c.alertAt)
+	}
+	return c, nil
+}
 
 // WithPolicy sets what Write does when the ring is full (default
 // [Reject]).
@@ -71,8 +88,9 @@ func WithMemory(memory func(size int) []byte) Option { return func(c *config) { 
 // the threshold with the last one reported, a load of a flag written only
 // when the threshold is crossed. Without the option, those calls pay one
 // predictable branch. fn runs on the goroutine whose call crossed the
-// threshold; it must be quick and must not call back into the ring. A
-// threshold <= 0 or a nil fn means no alert.
+// threshold; it must be quick and must not call back into the ring.
+// threshold must be > 0 ([New] returns an error otherwise); a nil fn means
+// no alert.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
 }

@@ -3,11 +3,11 @@ package ringbuf
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -60,13 +60,6 @@ type Ring struct {
 	dropped  atomic.Uint64
 	rejected atomic.Uint64
 
-	// Blocking: a waiter counts itself, re-checks, then waits on its
-	// channel; whoever makes progress signals when someone waits.
-	writeWaiters atomic.Int32
-	readWaiters  atomic.Int32
-	notFull      chan struct{}
-	notEmpty     chan struct{}
-
 	// WithBudgetAlert: the threshold in records, the callback (nil for
 	// none) and which side of the threshold the last call reported.
 	alertAt int64
@@ -75,6 +68,13 @@ type Ring struct {
 
 	// The checked build's state (-tags memkitdebug); nil otherwise.
 	chk *ringChecked
+
+	// Waiting, on its own cache lines, written only while someone waits:
+	// writers for a slot to be freed (by Read, Release, Peek or a drop),
+	// readers (and Overwrite's writers) for a record to be published.
+	_       [64]byte
+	space   waitq
+	records waitq
 }
 
 // slot is the bookkeeping of one slot: its sequence number says whose turn
@@ -87,26 +87,35 @@ type slot struct {
 
 // New returns a ring of slots slots of slotSize bytes each, or an error
 // naming the bad parameter: slots must be between 1 and [MaxSlots],
-// slotSize positive, and their product must fit in memory.
+// slotSize between 1 and 2³¹-1, every option non-nil and valid, and the
+// ring's memory (slots rounded up to a power of two, × slotSize bytes,
+// plus 16 bytes per slot) something the system can allocate now: New
+// asks it first, so that a ring too large for the machine is an error, not
+// the runtime's fatal "out of memory".
 func New(slots, slotSize int, opts ...Option) (*Ring, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o(&cfg)
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case slots < 1 || slots > MaxSlots:
 		return nil, fmt.Errorf("ringbuf: slots %d must be between 1 and %d", slots, MaxSlots)
 	case slotSize < 1 || slotSize > 1<<31-1:
 		return nil, fmt.Errorf("ringbuf: slotSize %d must be between 1 and %d", slotSize, 1<<31-1)
-	case cfg.policy != Reject && cfg.policy != Overwrite && cfg.policy != Block:
-		return nil, fmt.Errorf("ringbuf: Policy %d is not Reject, Overwrite or Block", int(cfg.policy))
 	}
 	n := 2 // at least 2, so that "written" (seq p+1) and "free for the next lap" (seq p+n) differ
 	for n < slots {
 		n *= 2
 	}
-	if uint64(n)*uint64(slotSize) > uint64(^uint(0)>>1)/2 {
-		return nil, fmt.Errorf("ringbuf: slots %d × slotSize %d does not fit in memory", slots, slotSize)
+	// At most 2³⁰ × 2³¹ bytes, plus 2³⁴: no overflow in 64 bits.
+	size := uint64(n) * uint64(slotSize)
+	need := uint64(n) * uint64(unsafe.Sizeof(slot{}))
+	if cfg.memory == nil {
+		need += size
+	}
+	if size > uint64(maxInt) || !sysmem.Available(need) {
+		return nil, fmt.Errorf("ringbuf: %d slots of %d bytes need %d bytes, more than the system can allocate now; use fewer or smaller slots",
+			n, slotSize, need)
 	}
 	var mem []byte
 	if cfg.memory != nil {
@@ -126,8 +135,6 @@ func New(slots, slotSize int, opts ...Option) (*Ring, error) {
 		start:    cfg.start,
 		slots:    make([]slot, n),
 		mem:      mem,
-		notFull:  make(chan struct{}, 1),
-		notEmpty: make(chan struct{}, 1),
 	}
 	r.tail.Store(cfg.start)
 	r.head.Store(cfg.start)
@@ -135,7 +142,7 @@ func New(slots, slotSize int, opts ...Option) (*Ring, error) {
 		p := cfg.start + k
 		r.slots[p&r.mask].seq.Store(p)
 	}
-	if cfg.alertFn != nil && cfg.alertAt > 0 {
+	if cfg.alertFn != nil {
 		// Records of slotSize bytes at or above the threshold.
 		r.alertAt, r.alertFn = (cfg.alertAt-1)/int64(slotSize)+1, cfg.alertFn
 	}
@@ -144,6 +151,8 @@ func New(slots, slotSize int, opts ...Option) (*Ring, error) {
 	}
 	return r, nil
 }
+
+const maxInt = int(^uint(0) >> 1)
 
 // Slots returns the number of records the ring holds at most.
 func (r *Ring) Slots() int { return int(r.capacity) }
@@ -248,109 +257,62 @@ func (r *Ring) publish(p uint64, n int) {
 	s := r.slotAt(p)
 	s.n = uint32(n)
 	s.seq.Store(p + 1)
-	if r.readWaiters.Load() > 0 {
-		signal(r.notEmpty)
-	}
+	r.records.wake()
 }
 
 // free hands the slot of position p, just read, to the writer of the next
 // lap.
 func (r *Ring) free(p uint64) {
 	r.slotAt(p).seq.Store(p + r.mask + 1)
-	if r.writeWaiters.Load() > 0 {
-		signal(r.notFull)
-	}
+	r.space.wake()
 }
 
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
-// reserve claims a position for writing, following the policy when full.
+// reserve claims a position for writing, following the policy when full:
+// under Overwrite and Block it waits, as long as ctx allows, for what it
+// needs: a reader to hand back the slot it must write (Overwrite and
+// Block), a reader to free any slot (Block), or the writer of the oldest
+// record to publish it, so that it can be dropped (Overwrite).
 func (r *Ring) reserve(ctx context.Context) (uint64, error) {
 	for {
 		p, why := r.claimWrite()
-		switch {
-		case why == claimed:
+		if why == claimed {
 			return p, nil
-		case r.policy == Reject:
+		}
+		if r.policy == Reject {
 			r.rejected.Add(1)
 			return 0, ErrFull
+		}
+		var err error
+		switch {
 		case why == busy:
-			// Wait for the reader to hand the slot back; dropping other
-			// records would not free it.
-			if err := ctx.Err(); err != nil && r.policy == Block {
-				r.rejected.Add(1)
-				return 0, err
-			}
-			runtime.Gosched()
-			continue
-		}
-		switch r.policy {
-		case Overwrite:
-			if p, ok := r.claimRead(); ok {
+			// Dropping other records would not free this slot.
+			err = r.space.wait(ctx, func() bool { return r.tail.Load() != p || int64(r.slotAt(p).seq.Load()-p) >= 0 })
+		case r.policy == Block:
+			err = r.space.wait(ctx, func() bool { return int64(r.tail.Load()-r.head.Load()) < r.capacity })
+		default: // Overwrite
+			if h, ok := r.claimRead(); ok {
 				if checked.Enabled {
-					r.chk.taken(p, "Write")
-					r.chk.freed(p)
+					r.chk.taken(h, "Write")
+					r.chk.freed(h)
 				}
-				r.free(p)
+				r.free(h)
 				r.dropped.Add(1)
-			} else {
-				// The oldest record is still being written: let its
-				// writer finish.
-				runtime.Gosched()
+				continue
 			}
-		case Block:
-			if err := r.waitNotFull(ctx); err != nil {
-				r.rejected.Add(1)
-				return 0, err
-			}
+			err = r.records.wait(ctx, r.oldestReady)
+		}
+		if err != nil {
+			r.rejected.Add(1)
+			return 0, err
 		}
 	}
 }
 
-// waitNotFull waits until a reader may have freed a slot, or ctx ends.
-func (r *Ring) waitNotFull(ctx context.Context) error {
-	r.writeWaiters.Add(1)
-	defer r.writeWaiters.Add(-1)
-	// Re-check after counting ourselves: a reader that freed a slot
-	// before it could see us is visible now.
-	if int64(r.tail.Load()-r.head.Load()) < r.capacity {
-		return nil
-	}
-	select {
-	case <-r.notFull:
-		// Pass the wake-up on, in case more writers wait and more slots
-		// were freed than signals got through.
-		if r.writeWaiters.Load() > 1 {
-			signal(r.notFull)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// waitNotEmpty waits until a writer may have published a record, or ctx
-// ends.
-func (r *Ring) waitNotEmpty(ctx context.Context) error {
-	r.readWaiters.Add(1)
-	defer r.readWaiters.Add(-1)
-	if h := r.head.Load(); r.slotAt(h).seq.Load() == h+1 {
-		return nil
-	}
-	select {
-	case <-r.notEmpty:
-		if r.readWaiters.Load() > 1 {
-			signal(r.notEmpty)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// oldestReady reports whether the oldest record is published, or the ring
+// no longer full.
+func (r *Ring) oldestReady() bool {
+	h := r.head.Load()
+	return r.slotAt(h).seq.Load() == h+1 || int64(r.tail.Load()-h) < r.capacity
 }
 
 // Write copies p into a slot as the newest record. It returns
@@ -358,12 +320,24 @@ func (r *Ring) waitNotEmpty(ctx context.Context) error {
 // follows the ring's policy: [ErrFull] under [Reject]; under [Overwrite]
 // it drops the oldest record and succeeds; under [Block] it waits for a
 // reader to free a slot, without limit (see [Ring.WriteContext]).
+//
+// Under Overwrite and Block, Write also waits, without limit, when the slot
+// it must fill still holds a record lent by [Ring.Peek] (until its
+// [Ring.Release]), and under Overwrite when the oldest record, the one to
+// drop, is still being written (lent by [Ring.Reserve], until its
+// [Ring.Commit]). A goroutine that holds such a lend itself waits forever:
+// use WriteContext to bound the wait. Waiting yields the processor a few
+// times, then sleeps until a reader or writer makes progress.
 func (r *Ring) Write(p []byte) error { return r.write(context.Background(), p, "Write") }
 
-// WriteContext is [Ring.Write] that, under the [Block] policy, gives up
-// when ctx ends and returns its error (counted in Stats.Failures). Under
-// other policies ctx is not consulted.
+// WriteContext is [Ring.Write] that, whenever it waits (under [Overwrite]
+// and [Block]), gives up when ctx ends and returns its error, counted in
+// Stats.Failures. Under [Reject] it never waits. It panics with
+// "memkit/ringbuf: nil Context" if ctx is nil.
 func (r *Ring) WriteContext(ctx context.Context, p []byte) error {
+	if ctx == nil {
+		panic(msgNilContext)
+	}
 	return r.write(ctx, p, "WriteContext")
 }
 
@@ -426,16 +400,27 @@ func (r *Ring) Read(p []byte) (n int, ok bool) {
 }
 
 // ReadContext is [Ring.Read] that waits for a record until ctx ends, and
-// then returns its error.
+// then returns its error. Waiting yields the processor a few times, then
+// sleeps until a writer publishes a record. It panics with
+// "memkit/ringbuf: nil Context" if ctx is nil.
 func (r *Ring) ReadContext(ctx context.Context, p []byte) (int, error) {
+	if ctx == nil {
+		panic(msgNilContext)
+	}
 	for {
 		if n, ok := r.Read(p); ok {
 			return n, nil
 		}
-		if err := r.waitNotEmpty(ctx); err != nil {
+		if err := r.records.wait(ctx, r.recordReady); err != nil {
 			return 0, err
 		}
 	}
+}
+
+// recordReady reports whether the oldest record is published.
+func (r *Ring) recordReady() bool {
+	h := r.head.Load()
+	return r.slotAt(h).seq.Load() == h+1
 }
 
 // Slot is a slot lent by [Ring.Reserve] or [Ring.Peek]. It is a plain
@@ -445,9 +430,9 @@ func (r *Ring) ReadContext(ctx context.Context, p []byte) (int, error) {
 // commits or releases it, but two must not use it at once. The zero Slot
 // is lent by no ring; Commit and Release panic on it.
 type Slot struct {
-	tag slotTag // first: no space in a release build
-	buf []byte
-	pos uint64
+	buf  []byte
+	pos  uint64
+	peek bool // lent by Peek, not Reserve
 }
 
 // Bytes returns the slot's memory: the whole slot for a reserved slot, the
@@ -456,8 +441,12 @@ func (s Slot) Bytes() []byte { return s.buf }
 
 // Reserve lends the next free slot for a writer to fill in place, following
 // the ring's policy when full as [Ring.WriteContext] does. Hand it back
-// with [Ring.Commit] soon: readers wait behind an uncommitted slot.
+// with [Ring.Commit] soon: readers wait behind an uncommitted slot. It
+// panics with "memkit/ringbuf: nil Context" if ctx is nil.
 func (r *Ring) Reserve(ctx context.Context) (Slot, error) {
+	if ctx == nil {
+		panic(msgNilContext)
+	}
 	pos, ok := r.tryClaimWrite()
 	if !ok {
 		var err error
@@ -477,14 +466,15 @@ func (r *Ring) Reserve(ctx context.Context) (Slot, error) {
 
 // Commit publishes the first n bytes of a slot from [Ring.Reserve] as a
 // record. It panics with "memkit/ringbuf: Commit of a slot not reserved"
-// for a slot already committed or not from this ring's Reserve, and with
+// for a slot already committed or not from this ring's Reserve (one from
+// [Ring.Peek] included), and with
 // "memkit/ringbuf: Commit length outside the slot" if n is negative or
 // longer than the slot.
 func (r *Ring) Commit(s Slot, n int) {
 	if n < 0 || n > r.slotSize {
 		panic(msgCommitRange)
 	}
-	if s.buf == nil || r.slotAt(s.pos).seq.Load() != s.pos || int64(r.tail.Load()-s.pos) <= 0 ||
+	if s.peek || s.buf == nil || r.slotAt(s.pos).seq.Load() != s.pos || int64(r.tail.Load()-s.pos) <= 0 ||
 		unsafe.Pointer(unsafe.SliceData(s.buf)) != r.slotPtr(s.pos) {
 		if checked.Enabled {
 			r.chk.badReturn("Commit", s)
@@ -502,7 +492,7 @@ func (r *Ring) Commit(s Slot, n int) {
 // false if there is none. The record leaves the ring, but its slot stays
 // taken until it is handed back with [Ring.Release]: a writer that reaches
 // it on the next lap gets [ErrFull] under [Reject] and waits under
-// [Overwrite] and [Block], so release it soon.
+// [Overwrite] and [Block] (see [Ring.Write]), so release it soon.
 func (r *Ring) Peek() (Slot, bool) {
 	pos, ok := r.tryClaimRead()
 	if !ok {
@@ -510,11 +500,12 @@ func (r *Ring) Peek() (Slot, bool) {
 			return Slot{}, false
 		}
 	}
-	s := Slot{buf: unsafe.Slice((*byte)(r.slotPtr(pos)), r.slotAt(pos).n), pos: pos}
+	// The record left the ring: a Block writer waiting for room may go on.
+	r.space.wake()
+	s := Slot{buf: unsafe.Slice((*byte)(r.slotPtr(pos)), r.slotAt(pos).n), pos: pos, peek: true}
 	if checked.Enabled {
 		r.chk.taken(pos, "Peek")
 		r.chk.lend(pos, "Peek", len(s.buf))
-		s.tag.setPeek()
 	}
 	if r.alertFn != nil {
 		r.alert()
@@ -524,9 +515,11 @@ func (r *Ring) Peek() (Slot, bool) {
 
 // Release hands back a slot lent by [Ring.Peek]. It panics with
 // "memkit/ringbuf: Release of a slot not peeked" for a slot already
-// released or not from this ring's Peek.
+// released or not from this ring's Peek: one from [Ring.Reserve] too,
+// committed or not, which would otherwise free the slot of a record a
+// reader may still hold.
 func (r *Ring) Release(s Slot) {
-	if s.buf == nil || r.slotAt(s.pos).seq.Load() != s.pos+1 || int64(r.head.Load()-s.pos) <= 0 ||
+	if !s.peek || s.buf == nil || r.slotAt(s.pos).seq.Load() != s.pos+1 || int64(r.head.Load()-s.pos) <= 0 ||
 		unsafe.Pointer(unsafe.SliceData(s.buf)) != r.slotPtr(s.pos) {
 		if checked.Enabled {
 			r.chk.badReturn("Release", s)
@@ -558,6 +551,21 @@ func (r *Ring) alert() {
 	}
 }
 
+// positions returns the read and write positions at one moment: the
+// write position as it was while the read position was h, so that
+// 0 <= t-h <= capacity.
+func (r *Ring) positions() (h, t uint64) {
+	for range 8 {
+		h = r.head.Load()
+		t = r.tail.Load()
+		if r.head.Load() == h {
+			return h, t
+		}
+	}
+	// Readers keep moving: t, loaded after h, is at least h.
+	return h, h + min(t-h, uint64(r.capacity))
+}
+
 // Dropped returns the number of records the [Overwrite] policy dropped to
 // make room.
 func (r *Ring) Dropped() uint64 { return r.dropped.Load() }
@@ -569,11 +577,16 @@ func (r *Ring) Dropped() uint64 { return r.dropped.Load() }
 // records in the ring, and Failures writes refused by [Reject] or given up
 // by [Block]. ReservedBytes is the ring's memory, allocated once at New.
 // Classes holds one row, for the slot size.
+//
+// ReadStats is safe to call from any goroutine while others use the ring
+// (a scraper of memkit.Publish or a Prometheus collector): it only loads
+// the ring's atomic positions and counters, and costs the ring's users
+// nothing. Its fields agree with each other: Allocs - Frees is
+// LiveObjects, at most [Ring.Slots].
 func (r *Ring) ReadStats(st *stats.Stats) {
 	st.Reset()
-	h := r.head.Load()
-	t := r.tail.Load()
-	live := uint64(max(int64(t-h), 0))
+	h, t := r.positions()
+	live := t - h
 	size := uint64(r.slotSize)
 	st.InUseBytes = live * size
 	st.ReservedBytes = uint64(len(r.mem))
