@@ -799,11 +799,14 @@ func (a *Arena) decRef(s *slab, i int32) bool {
 	if s.links != nil && ch.refs <= s.links[i].preds {
 		a.badFrees.Add(1)
 		if checked.Enabled {
-			a.misuse("DecRef", checked.DoubleFree, s, i, "the chunk's only references are its chain predecessors'")
+			a.chainedMisuse(s, i)
 		}
 		panic(msgDecRefChained)
 	}
 	ch.refs--
+	if checked.Enabled && s.links != nil && ch.refs > 0 && ch.refs == s.links[i].preds {
+		a.noteLastDecRef(s, i)
+	}
 	if ch.refs > 0 {
 		return false
 	}
@@ -1111,7 +1114,7 @@ func (a *Arena) moveHandoff(h *Loc) bool {
 // nil if buf ends its chain. The buffer is the one given to SetNext. It
 // panics like [Arena.BufToLoc] if buf is not a live buffer of the arena.
 func (a *Arena) GetNext(buf []byte) []byte {
-	l := a.NextLoc(buf)
+	l := a.nextLoc(buf, "GetNext")
 	if l.IsNil() {
 		return nil
 	}
@@ -1122,8 +1125,11 @@ func (a *Arena) GetNext(buf []byte) []byte {
 // NextLoc returns the [Loc] of the chain successor of buf's chunk, or the
 // nil Loc, without changing any reference count. The successor stays
 // valid as long as buf's chunk holds it.
-func (a *Arena) NextLoc(buf []byte) Loc {
-	s, i := a.live(buf, "NextLoc")
+func (a *Arena) NextLoc(buf []byte) Loc { return a.nextLoc(buf, "NextLoc") }
+
+// nextLoc is NextLoc for op, the method whose misuse it reports.
+func (a *Arena) nextLoc(buf []byte, op string) Loc {
+	s, i := a.live(buf, op)
 	if s.links == nil {
 		return Loc{}
 	}

@@ -210,7 +210,7 @@ func TestArena_DecRefTwicePanics(t *testing.T) {
 	wantMisuse(t, "memkit/slab: AddRef of a free chunk", "AddRef", checked.StaleHandle, func() { a.AddRef(b) })
 	wantMisuse(t, "memkit/slab: use of a free chunk", "BufToLoc", checked.StaleHandle, func() { a.BufToLoc(b) })
 	wantMisuse(t, "memkit/slab: use of a free chunk", "SetNext", checked.StaleHandle, func() { a.SetNext(b, nil) })
-	wantMisuse(t, "memkit/slab: use of a free chunk", "NextLoc", checked.StaleHandle, func() { a.GetNext(b) })
+	wantMisuse(t, "memkit/slab: use of a free chunk", "GetNext", checked.StaleHandle, func() { a.GetNext(b) })
 	slab.PublishStats(a) // b's DecRef took the hot path, which publishes every PubEvery
 	if s := readStats(a); s.BadFrees != 1 || s.LiveObjects != 1 || s.Frees != 1 {
 		t.Fatalf("after a bad DecRef: %v", &s)

@@ -27,6 +27,10 @@ type arenaChecked struct {
 	// shard (Tracker.Hold may release other chunks, of any shard).
 	guard   sync.Locker
 	pending []heldChunk
+
+	// By chunk address: the stack of the DecRef that left a chunk held by
+	// its chain predecessors only, the first free of a DecRef too many.
+	lastDecRef map[uintptr]checked.Stack
 }
 
 // heldChunk is a freed chunk on its way into the tracker's quarantine.
@@ -73,6 +77,7 @@ func (a *Arena) checkAlloc(s *slab, n int) {
 // panics with an Overflow after all that if a guard byte changed.
 func (a *Arena) checkFree(s *slab, i int32) {
 	p := chunkAddr(s, i)
+	delete(a.chk.lastDecRef, p)
 	r := a.chk.trk.Free("DecRef", p, checked.SkipWithin(pkgPath)) // live: this does not panic
 	mem := chunkMem(s, i)
 	bad := checked.IndexNot(mem[r.Size:], checked.GuardByte)
@@ -148,6 +153,29 @@ func (a *Arena) misuse(op, kind string, s *slab, i int32, detail string) {
 		panic(report(a.chk.trk, op, kind, p, a.chk.trk.Freed(p), true, detail))
 	}
 	panic(report(a.chk.trk, op, kind, p, a.chk.trk.Lookup(p), false, detail))
+}
+
+// noteLastDecRef records the stack of the DecRef that just left chunk i of
+// s with no reference but its chain predecessors'.
+func (a *Arena) noteLastDecRef(s *slab, i int32) {
+	if a.chk.lastDecRef == nil {
+		a.chk.lastDecRef = make(map[uintptr]checked.Stack)
+	}
+	a.chk.lastDecRef[chunkAddr(s, i)] = checked.Callers(checked.SkipWithin(pkgPath))
+}
+
+// chainedMisuse panics with the report of a DecRef of chunk i of s that
+// would drop a reference its chain predecessors hold: a double free, whose
+// first free is the DecRef that dropped the caller's last reference.
+func (a *Arena) chainedMisuse(s *slab, i int32) {
+	p := chunkAddr(s, i)
+	var r checked.Record
+	if live := a.chk.trk.Lookup(p); live != nil {
+		r = *live
+	}
+	r.Free = a.chk.lastDecRef[p]
+	panic(report(a.chk.trk, "DecRef", checked.DoubleFree, p, &r, true,
+		"the chunk's only references are its chain predecessors'; the DecRef that dropped the last other one is the first free"))
 }
 
 // foreignFree panics with a report of a free of the buffer at p, in no

@@ -201,3 +201,18 @@ func TestMisuse_QuarantineUnderBudget(t *testing.T) {
 		a.DecRef(b)
 	}
 }
+
+// A DecRef too many of a chained chunk names the allocation and the DecRef
+// that dropped the caller's last reference, the first free in the
+// caller's eyes.
+func TestMisuse_DecRefTwiceOfAChainedChunk(t *testing.T) {
+	a := mustArena(t, 64, 4096, 2)
+	head, next := a.Alloc(64), a.Alloc(64)
+	a.SetNext(head, next)
+	a.DecRef(next)
+	m := wantReport(t, "DecRef", checked.DoubleFree, true, func() { a.DecRef(next) })
+	if m.Addr != addr(next) || m.Size != 64 {
+		t.Errorf("misuse at %#x (%d bytes); want %#x (64 bytes)", m.Addr, m.Size, addr(next))
+	}
+	a.DecRef(head)
+}

@@ -449,7 +449,7 @@ func (sh *Shared) locDecRef(s *shard, l Loc, h *Loc) (last, chained bool) {
 // Changing the successor of a chunk while another goroutine frees it is a
 // race of the caller's.
 func (sh *Shared) SetNext(buf, next []byte) {
-	sh.NextLoc(buf) // checks that buf is live before next gains a reference
+	sh.nextLoc(buf, "SetNext") // checks that buf is live before next gains a reference
 	var nl Loc
 	if next != nil {
 		s := sh.lockBuf(next, false)
@@ -470,7 +470,7 @@ func (sh *Shared) SetNext(buf, next []byte) {
 
 // GetNext is [Arena.GetNext].
 func (sh *Shared) GetNext(buf []byte) []byte {
-	l := sh.NextLoc(buf)
+	l := sh.nextLoc(buf, "GetNext")
 	if l.IsNil() {
 		return nil
 	}
@@ -481,10 +481,13 @@ func (sh *Shared) GetNext(buf []byte) []byte {
 }
 
 // NextLoc is [Arena.NextLoc].
-func (sh *Shared) NextLoc(buf []byte) Loc {
+func (sh *Shared) NextLoc(buf []byte) Loc { return sh.nextLoc(buf, "NextLoc") }
+
+// nextLoc is NextLoc for op, the method whose misuse it reports.
+func (sh *Shared) nextLoc(buf []byte, op string) Loc {
 	s := sh.lockBuf(buf, false)
 	defer s.unlock()
-	return s.a.NextLoc(buf)
+	return s.a.nextLoc(buf, op)
 }
 
 // ReadStats is [Arena.ReadStats], summed over the shards, with a row per
