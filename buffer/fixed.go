@@ -241,10 +241,12 @@ func (p *FixedPool) take(s *fixedShard, i int32) *Buffer {
 	sl.out = sl.flip + 1
 	sl.flip ^= 1
 	s.mu.Unlock()
-	// The header's pool, fp and slot never change, and Close left off and
-	// owned zero: only the storage is set.
+	// The header's pool, fp and slot never change. Close left off and
+	// owned zero, but a stale write through the header since may have
+	// grown it into bytepool storage (which the GC takes back): reset
+	// them, or the next Close would give the slot's memory to bytepool.
 	off := int(i) * p.size
-	b.buf = p.mem[off : off : off+p.size]
+	b.buf, b.off, b.owned = p.mem[off:off:off+p.size], 0, false
 	return b
 }
 

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+	"unsafe"
 
 	"github.com/memkit/memkit/buffer"
+	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -470,4 +472,36 @@ func TestFixedPool_ClosesUnderGCReportNoFalseDoubleFree(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestFixedPool_StaleWriteDoesNotLendTheSlotToBytepool writes through a
+// header after its Close (a mistake the release build does not catch),
+// which grows the idle header into bytepool storage; the header's next
+// checkout must still hold the slot's memory as its own, and its Close must
+// not give that memory to bytepool, where another Get would share it.
+func TestFixedPool_StaleWriteDoesNotLendTheSlotToBytepool(t *testing.T) {
+	if buffer.Debug {
+		t.Skip("the checked build panics at the stale write")
+	}
+	bp, err := bytepool.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := mustFixed(t, 1, 4096, buffer.WithBytePool(bp))
+	stale := fp.Checkout()
+	stale.Close()
+	stale.WriteString("late") // grows into bytepool storage
+	fp.Checkout().Close()
+	cur := fp.Checkout() // stale's header again
+	if cur != stale {
+		t.Fatal("documented header alternation changed: update the test")
+	}
+	slot := cur.Storage()
+	cur.WriteString("mine")
+	cur.Close()
+	for range 4 {
+		if b := bp.Get(4096); uintptr(unsafe.Pointer(unsafe.SliceData(b[:1]))) == slot {
+			t.Fatal("bytepool hands out the FixedPool slot's memory")
+		}
+	}
 }
