@@ -4,7 +4,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"html/template"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -13,18 +15,24 @@ import (
 //
 //	http.Handle("/debug/memkit/", memkit.Handler())
 //
-// The page lists every allocator given to [Publish] with its gauges and
-// counters, and a table with a bar per size class: the bar's length is the
-// class's reserved bytes relative to the allocator's largest class, its dark
-// part the bytes in use. It is one HTML document with inline SVG and CSS, no
-// script and no external asset, so it works on an air-gapped host, and it
-// reloads itself every 2 seconds.
+// The page lists every allocator given to [Publish], under its published
+// name (the name expvar and the Prometheus collector prom.New use too),
+// with its gauges and counters, and a table with a bar per size class: the
+// bar's length is the class's reserved bytes relative to the allocator's
+// largest class, its dark part the bytes in use. Size classes whose every
+// figure is zero are hidden, with a link that shows them. It is one HTML
+// document with inline SVG and CSS, no script and no external asset, so it
+// works on an air-gapped host, and it reloads itself every 2 seconds.
 //
 // Query parameters:
 //
-//	format=json   the snapshots as one JSON object, name → Stats
+//	format=json   the snapshots as one JSON object, name → Stats (every class)
 //	name=N        only the allocator published as N (404 if there is none)
 //	refresh=S     reload every S seconds; 0 turns reloading off
+//	classes=all   also list the size classes whose figures are all zero
+//
+// Each request calls every shown allocator's ReadStats on the goroutine
+// serving it, while the allocators' users go on (see [Publish]).
 //
 // Like pprof's handlers, the page shows internal state: serve it on an
 // address only operators reach.
@@ -34,7 +42,8 @@ func Handler() http.Handler { return http.HandlerFunc(serveDebug) }
 type debugAllocator struct {
 	Name    string
 	Stats   Stats
-	Classes []debugClass
+	Classes []debugClass // the classes shown
+	Hidden  int          // classes not shown: every figure zero
 }
 
 // debugClass is one size class row, with its bar pre-scaled to barWidth.
@@ -81,15 +90,31 @@ func serveDebug(w http.ResponseWriter, r *http.Request) {
 		}
 		refresh = n
 	}
+	all := q.Get("classes") == "all"
 	for i := range allocs {
-		allocs[i].Classes = scaleClasses(allocs[i].Stats.Classes)
+		a := &allocs[i]
+		a.Classes = scaleClasses(a.Stats.Classes)
+		if !all {
+			n := len(a.Classes)
+			a.Classes = slices.DeleteFunc(a.Classes, func(c debugClass) bool { return c.ClassStats == ClassStats{Size: c.Size} })
+			a.Hidden = n - len(a.Classes)
+		}
+	}
+	// The link that toggles the empty classes keeps the other parameters.
+	toggle := maps.Clone(q)
+	if all {
+		toggle.Del("classes")
+	} else {
+		toggle.Set("classes", "all")
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	// An error from Execute means the client went away.
 	_ = debugPage.Execute(w, struct {
 		Refresh    int
 		Allocators []debugAllocator
-	}{refresh, allocs})
+		AllClasses bool
+		Toggle     string
+	}{refresh, allocs, all, "?" + toggle.Encode()})
 }
 
 // scaleClasses sizes each class's bars against the largest reserved class.

@@ -19,15 +19,22 @@ var registry struct {
 	vars map[string]bool
 }
 
-// Publish makes src visible under name to every observer memkit offers:
+// Publish makes src visible under name to every observer memkit offers, all
+// of which show it under that same name:
 //
 //   - an [expvar] variable called name, whose value is src's [Stats] as a
 //     JSON object, served with the rest of expvar at /debug/vars;
 //   - the debug page and JSON of [Handler];
-//   - exporters that walk the published allocators with [Do], such as the
-//     Prometheus collector in github.com/memkit/memkit/prom.
+//   - exporters that walk the published allocators with [Do]: the
+//     Prometheus collector prom.New of github.com/memkit/memkit/prom
+//     exports every published allocator with the label allocator="name".
 //
-// Every read of the variable calls src.ReadStats, so the figures are live.
+// Every read of the variable, the page or a scrape calls src.ReadStats, so
+// the figures are live. ReadStats is then called from the goroutine that
+// serves the read, while the allocator's users go on: every memkit
+// allocator's ReadStats is safe for that, and a [StatsSource] of your own
+// must be too (wrap an allocator that is not safe for concurrent use in a
+// StatsSource that takes the lock its users hold).
 // Publish panics, as expvar.Publish does, if name is empty, if src is nil,
 // or if name is already published or is taken by another expvar variable:
 // names are global to the process, so prefix them, as in "memkit.uploads".
@@ -83,7 +90,9 @@ func Lookup(name string) StatsSource {
 }
 
 // Do calls f for each published allocator, in name order. The set is read
-// once before the first call, so f may call Publish and Unpublish.
+// once before the first call, so f may call Publish and Unpublish. Do is
+// how exporters find the published allocators; f runs on the caller's
+// goroutine, and may call src.ReadStats there (see [Publish]).
 func Do(f func(name string, src StatsSource)) {
 	registry.mu.RLock()
 	names := slices.Sorted(maps.Keys(registry.srcs))

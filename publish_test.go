@@ -177,6 +177,44 @@ func TestHandler_HTMLRowPerClass(t *testing.T) {
 	}
 }
 
+// TestHandler_HidesEmptyClasses checks that the page hides the size classes
+// whose every figure is zero, says how many, and links to the page with
+// every class, keeping the other parameters; and back.
+func TestHandler_HidesEmptyClasses(t *testing.T) {
+	src := threeClasses()
+	src.s.Classes = append(src.s.Classes, memkit.ClassStats{Size: 8192}, memkit.ClassStats{Size: 16384})
+	srv := debugServer(t, "memkit.test.empty", src)
+	_, body := get(t, srv.URL+"/debug/memkit/?name=memkit.test.empty&refresh=0")
+	if n := strings.Count(body, `class="class-row"`); n != 3 {
+		t.Errorf("%d class rows by default; want the 3 in use\n%s", n, body)
+	}
+	if strings.Contains(body, `data-size="8192"`) {
+		t.Error("an empty class is shown by default")
+	}
+	link := `2 empty size classes hidden: <a href="?classes=all&amp;name=memkit.test.empty&amp;refresh=0">show every class</a>`
+	if !strings.Contains(body, link) {
+		t.Errorf("page lacks %s\n%s", link, body)
+	}
+	_, body = get(t, srv.URL+"/debug/memkit/?name=memkit.test.empty&refresh=0&classes=all")
+	if n := strings.Count(body, `class="class-row"`); n != 5 {
+		t.Errorf("%d class rows with classes=all; want 5", n)
+	}
+	if back := `<a href="?name=memkit.test.empty&amp;refresh=0">hide the empty size classes</a>`; !strings.Contains(body, back) || strings.Contains(body, "hidden:") {
+		t.Errorf("classes=all page lacks %s, or still hides classes\n%s", back, body)
+	}
+	// Every class empty: the table goes, the count and the link stay.
+	srv = debugServer(t, "memkit.test.allempty", &fakeSource{memkit.Stats{Classes: []memkit.ClassStats{{Size: 64}}}})
+	_, body = get(t, srv.URL+"/debug/memkit/?name=memkit.test.allempty")
+	if strings.Contains(body, `class="classes"`) || !strings.Contains(body, "1 empty size class hidden: ") {
+		t.Errorf("an allocator with only empty classes:\n%s", body)
+	}
+	// The JSON keeps every class.
+	_, body = get(t, srv.URL+"/debug/memkit/?name=memkit.test.empty&format=json")
+	if !strings.Contains(body, `"Size": 16384`) {
+		t.Errorf("JSON lacks an empty class:\n%s", body)
+	}
+}
+
 // A range allocator's free memory gets a line of its own; a pool's, which
 // has none, does not.
 func TestHandler_HTMLFreeMemory(t *testing.T) {
@@ -228,9 +266,15 @@ func TestHandler_Chromium(t *testing.T) {
 	srv := debugServer(t, "memkit.test.chromium", p)
 	url := srv.URL + "/debug/memkit/?refresh=0&name=memkit.test.chromium"
 
+	used := 0 // classes with a non-zero figure: the page shows these
+	for _, c := range s.Classes {
+		if c != (memkit.ClassStats{Size: c.Size}) {
+			used++
+		}
+	}
 	dom := e2e.DumpDOM(t, url)
-	if n := strings.Count(dom, `class="class-row"`); n != len(s.Classes) {
-		t.Fatalf("DOM has %d class rows; want %d (one per class)", n, len(s.Classes))
+	if n := strings.Count(dom, `class="class-row"`); n != used || used == 0 || used == len(s.Classes) {
+		t.Fatalf("DOM has %d class rows; want %d (one per class in use, of %d)", n, used, len(s.Classes))
 	}
 	if !strings.Contains(dom, "<svg") {
 		t.Fatal("DOM has no SVG bars")
@@ -262,5 +306,6 @@ func ExamplePublish() {
 	pool.Put(buf)
 
 	// In a server: http.Handle("/debug/memkit/", memkit.Handler())
+
 	// Output: live objects: 1 in use: 1KiB
 }

@@ -1,4 +1,4 @@
-package memkitprom_test
+package prom_test
 
 import (
 	"strings"
@@ -62,7 +62,7 @@ func TestCollector_EveryAllocator(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	for name, src := range sources {
-		reg.MustRegister(memkitprom.NewCollector(name, src))
+		reg.MustRegister(prom.NewCollector(name, src))
 	}
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -1,4 +1,4 @@
-package memkitprom_test
+package prom_test
 
 import (
 	"io"
@@ -25,7 +25,7 @@ import (
 func BenchmarkCollect64Classes(b *testing.B) {
 	const classes = 64
 	const series = 12 + 8*classes
-	fake := memkitprom.NewCollector("fake", newFakeSource(classes))
+	fake := prom.NewCollector("fake", newFakeSource(classes))
 
 	b.Run("op=collect", func(b *testing.B) {
 		benchCollect(b, fake, series)
@@ -69,7 +69,7 @@ func BenchmarkCollect64Classes(b *testing.B) {
 		for _, c := range st.Classes {
 			pool.Put(pool.Get(int(c.Size)))
 		}
-		benchCollect(b, memkitprom.NewCollector("pool", pool), 12+8*len(st.Classes))
+		benchCollect(b, prom.NewCollector("pool", pool), 12+8*len(st.Classes))
 		b.ReportMetric(float64(len(st.Classes)), "classes")
 	})
 }

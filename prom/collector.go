@@ -1,10 +1,13 @@
-package memkitprom
+package prom
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/memkit/memkit"
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,103 +82,159 @@ var classStats = [...]classStat{
 		prometheus.CounterValue, func(c *memkit.ClassStats) uint64 { return c.Releases }},
 }
 
-// collector is the prometheus.Collector NewCollector returns.
+// collector is the prometheus.Collector of [New] and [NewCollector].
 type collector struct {
 	descs      [len(stats)]*prometheus.Desc
 	classDescs [len(classStats)]*prometheus.Desc
-	labels     []*dto.LabelPair // of every allocator-wide series, sorted
-	classes    bool             // export the per-class series
-	err        error            // configuration error; every desc is invalid then
+	classes    bool  // export the per-class series
+	err        error // configuration error; every desc is invalid then
 
-	mu         sync.Mutex // guards the fields below and serializes Collect
+	mu     sync.Mutex         // guards the fields below and serializes Collect
+	one    *source            // NewCollector's allocator; nil for New
+	byName map[string]*source // New: the published allocators, by name
+	gen    uint64             // New: the Collect count, to forget unpublished names
+}
+
+// source is one allocator a collector exports, with what its Collects
+// reuse: the snapshot and the label pairs.
+type source struct {
 	src        memkit.StatsSource
-	st         memkit.Stats  // reused by every Collect
-	classLabel []classLabels // by position in st.Classes
+	values     []string         // the variable label values before class: none, or the published name
+	labels     []*dto.LabelPair // of every allocator-wide series, sorted
+	st         memkit.Stats     // reused by every Collect
+	classLabel []classLabels    // by position in st.Classes
+	gen        uint64           // New: the last Collect that found it published
 }
 
 // classLabels caches the label pairs of the series of one class size.
 type classLabels struct {
 	size  uint64
-	pairs []*dto.LabelPair // the const labels and class="size", sorted
+	pairs []*dto.LabelPair // the const labels, allocator, and class="size", sorted
 }
 
-// NewCollector returns a [prometheus.Collector] that exports the statistics
-// of src, an allocator, under the label allocator="name". It works for
-// every memkit allocator and for any other [memkit.StatsSource]; the
-// series it exports are listed in the package documentation.
+// New returns a [prometheus.Collector] that exports the statistics of every
+// allocator published with [memkit.Publish], each under the label
+// allocator="name" with the name it was published under: the name the
+// debug page ([memkit.Handler]) and expvar show. Allocators published or
+// unpublished later appear or disappear from the next scrape on; register
+// one collector for the process, not one per allocator:
 //
-// NewCollector registers nothing: pass the collector to a registry's
-// Register. Collectors for several allocators can share a registry as long
-// as their names (or the values of [WithConstLabels] labels) differ;
-// registering a second collector with the same name and labels fails. An
-// empty name, a nil src, or invalid options make registration fail with an
-// error that names the problem.
+//	memkit.Publish("rpc_buffers", pool)
+//	reg.MustRegister(prom.New())
+//
+// The series it exports are listed in the package documentation; the
+// per-class ones (memkit_class_*) only with [WithClasses]. New registers
+// nothing: pass the collector to a registry's Register. Invalid options
+// make registration fail with an error that names the problem. Do not
+// register New and a [NewCollector] of the same allocator in one registry:
+// the registry would see the series twice.
 //
 // The collector is safe for concurrent use by multiple goroutines; scrapes
-// of one collector run one at a time. Its descriptors are built once, here.
-// Each Collect calls src.ReadStats once, into a [memkit.Stats] the
-// collector reuses, and takes no lock but a mutex of the collector's own;
-// src must therefore be safe to read while other goroutines use it
-// (memkit's goroutine-safe allocators are; wrap the others, such as
-// slab.Arena, in a StatsSource that holds the lock their users hold).
-// After the first Collect, a Collect allocates once, whatever the number
-// of classes: the metrics it sends share one block, and their label pairs
-// are built once per class and reused.
-func NewCollector(name string, src memkit.StatsSource, opts ...Option) prometheus.Collector {
-	var cfg config
+// take turns. Each Collect calls ReadStats once per published allocator,
+// from the scraping goroutine while other goroutines use the allocator;
+// every memkit allocator's ReadStats is safe for that, and a StatsSource of
+// your own must be too (see [memkit.StatsSource]).
+func New(opts ...Option) prometheus.Collector {
+	cfg := config{classes: false}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	c := &collector{src: src, classes: !cfg.noClasses}
+	c := &collector{classes: cfg.classes, byName: map[string]*source{}}
+	c.init([]string{allocatorLabel}, cfg.constLabels, nil)
+	return c
+}
 
-	labels := prometheus.Labels{allocatorLabel: name}
-	for k, v := range cfg.constLabels {
-		if k == allocatorLabel || k == classLabel {
-			c.err = fmt.Errorf("memkitprom: WithConstLabels: label %q is reserved", k)
-		}
-		labels[k] = v
+// NewCollector returns a [prometheus.Collector] that exports the statistics
+// of src, an allocator, under the label allocator="name", per-class series
+// included unless [WithoutClasses] is given.
+//
+// Deprecated: publish the allocator with [memkit.Publish] and register one
+// collector for every published allocator, [New], which names each series
+// as the debug page does and needs no collector per allocator. NewCollector
+// keeps working as before.
+//
+// Collectors for several allocators can share a registry as long as their
+// names (or the values of [WithConstLabels] labels) differ; registering a
+// second collector with the same name and labels fails. An empty name, a
+// nil src, or invalid options make registration fail with an error that
+// names the problem. Each Collect calls src.ReadStats once, from the
+// scraping goroutine, as [New] does.
+func NewCollector(name string, src memkit.StatsSource, opts ...Option) prometheus.Collector {
+	cfg := config{classes: true}
+	for _, o := range opts {
+		o(&cfg)
 	}
+	c := &collector{classes: cfg.classes}
+	var err error
 	switch {
 	case src == nil:
-		c.err = errors.New("memkitprom: nil StatsSource for allocator " + strconv.Quote(name))
+		err = errors.New("memkit/prom: nil StatsSource for allocator " + strconv.Quote(name))
 	case name == "":
-		c.err = errors.New("memkitprom: empty allocator name")
+		err = errors.New("memkit/prom: empty allocator name")
 	}
+	if _, ok := cfg.constLabels[allocatorLabel]; ok {
+		err = cmp.Or(err, fmt.Errorf("memkit/prom: WithConstLabels: label %q is reserved", allocatorLabel))
+	}
+	labels := prometheus.Labels{allocatorLabel: name}
+	for k, v := range cfg.constLabels {
+		if k != allocatorLabel {
+			labels[k] = v
+		}
+	}
+	c.init(nil, labels, err)
+	if c.err == nil {
+		c.one = &source{src: src}
+		c.one.labels = prometheus.MakeLabelPairs(c.descs[0], nil)
+	}
+	return c
+}
 
+// init builds the descriptors: variable labels vars (before class) and
+// const labels constLabels. err, or a reserved or invalid label, makes every
+// descriptor invalid, so that registration fails with it.
+func (c *collector) init(vars []string, constLabels prometheus.Labels, err error) {
+	for k := range constLabels {
+		if (k == allocatorLabel && len(vars) > 0) || k == classLabel {
+			err = cmp.Or(err, fmt.Errorf("memkit/prom: WithConstLabels: label %q is reserved", k))
+		}
+	}
+	classVars := append(slices.Clip(vars), classLabel)
 	for i, s := range stats {
-		c.descs[i] = prometheus.NewDesc(s.name, s.help, nil, labels)
+		c.descs[i] = prometheus.NewDesc(s.name, s.help, vars, constLabels)
 	}
 	for i, s := range classStats {
-		c.classDescs[i] = prometheus.NewDesc(s.name, s.help, []string{classLabel}, labels)
+		c.classDescs[i] = prometheus.NewDesc(s.name, s.help, classVars, constLabels)
 	}
-	if c.err == nil {
-		c.err = c.check()
+	if err == nil {
+		err = c.check(len(vars))
 	}
-	if c.err != nil {
+	if c.err = err; err != nil {
 		for i := range c.descs {
-			c.descs[i] = prometheus.NewInvalidDesc(c.err)
+			c.descs[i] = prometheus.NewInvalidDesc(err)
 		}
 		for i := range c.classDescs {
-			c.classDescs[i] = prometheus.NewInvalidDesc(c.err)
+			c.classDescs[i] = prometheus.NewInvalidDesc(err)
 		}
-		return c
 	}
-	c.labels = prometheus.MakeLabelPairs(c.descs[0], nil)
-	return c
 }
 
 // check reports the first error recorded in a descriptor (an invalid label
 // name or value), which a Desc keeps to itself until registration. Making a
-// metric from each descriptor surfaces it now.
-func (c *collector) check() error {
+// metric from each descriptor, with nvars variable label values, surfaces it
+// now.
+func (c *collector) check(nvars int) error {
+	vals := make([]string, nvars+1)
+	for i := range vals {
+		vals[i] = "0"
+	}
 	for _, d := range c.descs {
-		if _, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 0); err != nil {
-			return fmt.Errorf("memkitprom: %w", err)
+		if _, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 0, vals[:nvars]...); err != nil {
+			return fmt.Errorf("memkit/prom: %w", err)
 		}
 	}
 	for _, d := range c.classDescs {
-		if _, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 0, "0"); err != nil {
-			return fmt.Errorf("memkitprom: %w", err)
+		if _, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 0, vals...); err != nil {
+			return fmt.Errorf("memkit/prom: %w", err)
 		}
 	}
 	return nil
@@ -193,7 +252,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect reads one snapshot of the allocator's statistics and sends a
+// Collect reads one snapshot of each allocator's statistics and sends a
 // metric per series.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if c.err != nil {
@@ -202,22 +261,50 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := &c.st
-	c.src.ReadStats(st)
+	if c.one != nil {
+		c.collect(ch, c.one)
+		return
+	}
+	c.gen++
+	memkit.Do(func(name string, src memkit.StatsSource) {
+		s := c.byName[name]
+		if s == nil {
+			s = &source{values: []string{name}}
+			// A label value that is not UTF-8 would fail the scrape:
+			// leave out the allocator rather than every series.
+			if !utf8.ValidString(name) {
+				return
+			}
+			s.labels = prometheus.MakeLabelPairs(c.descs[0], s.values)
+			c.byName[name] = s
+		}
+		s.src, s.gen = src, c.gen
+		c.collect(ch, s)
+	})
+	for name, s := range c.byName {
+		if s.gen != c.gen {
+			delete(c.byName, name) // unpublished: forget its snapshot
+		}
+	}
+}
 
+// collect sends the series of one allocator. c.mu must be held.
+func (c *collector) collect(ch chan<- prometheus.Metric, s *source) {
+	st := &s.st
+	s.src.ReadStats(st)
 	n := len(stats)
 	if c.classes {
 		n += len(st.Classes) * len(classStats)
 	}
-	// One block for every metric of this scrape. It is not reused: a
-	// caller of Collect may keep the metrics it receives.
+	// One block for every metric of this allocator in this scrape. It is
+	// not reused: a caller of Collect may keep the metrics it receives.
 	batch := make([]metric, n)
 	k := 0
 	for i := range stats {
-		s := &stats[i]
+		d := &stats[i]
 		m := &batch[k]
 		k++
-		*m = metric{desc: c.descs[i], labels: c.labels, typ: s.typ, value: float64(s.value(st))}
+		*m = metric{desc: c.descs[i], labels: s.labels, typ: d.typ, value: float64(d.value(st))}
 		ch <- m
 	}
 	if !c.classes {
@@ -225,33 +312,34 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i := range st.Classes {
 		row := &st.Classes[i]
-		labels := c.classLabels(i, row.Size)
+		labels := c.classLabels(s, i, row.Size)
 		for j := range classStats {
-			s := &classStats[j]
+			d := &classStats[j]
 			m := &batch[k]
 			k++
-			*m = metric{desc: c.classDescs[j], labels: labels, typ: s.typ, value: float64(s.value(row))}
+			*m = metric{desc: c.classDescs[j], labels: labels, typ: d.typ, value: float64(d.value(row))}
 			ch <- m
 		}
 	}
 }
 
-// classLabels returns the label pairs of the series of the i-th class row,
+// classLabels returns the label pairs of the series of s's i-th class row,
 // whose size is size. They are cached by position: an allocator's classes
 // do not change between snapshots, so after the first Collect no label is
 // built or formatted again. c.mu must be held.
-func (c *collector) classLabels(i int, size uint64) []*dto.LabelPair {
-	if i < len(c.classLabel) && c.classLabel[i].size == size {
-		return c.classLabel[i].pairs
+func (c *collector) classLabels(s *source, i int, size uint64) []*dto.LabelPair {
+	if i < len(s.classLabel) && s.classLabel[i].size == size {
+		return s.classLabel[i].pairs
 	}
-	l := classLabels{size, prometheus.MakeLabelPairs(c.classDescs[0], []string{strconv.FormatUint(size, 10)})}
-	if i < len(c.classLabel) {
+	vals := append(slices.Clip(s.values), strconv.FormatUint(size, 10))
+	l := classLabels{size, prometheus.MakeLabelPairs(c.classDescs[0], vals)}
+	if i < len(s.classLabel) {
 		// The class set changed (a source that folds several allocators
 		// may gain a class): rebuild this position only.
-		c.classLabel[i] = l
+		s.classLabel[i] = l
 	} else {
-		// Rows are visited in order, so i == len(c.classLabel) here.
-		c.classLabel = append(c.classLabel, l)
+		// Rows are visited in order, so i == len(s.classLabel) here.
+		s.classLabel = append(s.classLabel, l)
 	}
 	return l.pairs
 }

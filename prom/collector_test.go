@@ -1,4 +1,4 @@
-package memkitprom_test
+package prom_test
 
 import (
 	"bytes"
@@ -75,10 +75,10 @@ func TestCollector_Golden(t *testing.T) {
 		name string
 		c    prometheus.Collector
 	}{
-		{"fake", memkitprom.NewCollector("fake", newFakeSource(2))},
-		{"fake_const_labels", memkitprom.NewCollector("fake", newFakeSource(1),
-			memkitprom.WithConstLabels(prometheus.Labels{"tenant": "a"}))},
-		{"fake_without_classes", memkitprom.NewCollector("fake", newFakeSource(2), memkitprom.WithoutClasses())},
+		{"fake", prom.NewCollector("fake", newFakeSource(2))},
+		{"fake_const_labels", prom.NewCollector("fake", newFakeSource(1),
+			prom.WithConstLabels(prometheus.Labels{"tenant": "a"}))},
+		{"fake_without_classes", prom.NewCollector("fake", newFakeSource(2), prom.WithoutClasses())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,8 +140,8 @@ func TestCollector_PedanticRegistry(t *testing.T) {
 
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(
-		memkitprom.NewCollector("pool", pool),
-		memkitprom.NewCollector("slab", &lockedArena{a: a}),
+		prom.NewCollector("pool", pool),
+		prom.NewCollector("slab", &lockedArena{a: a}),
 	)
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -183,21 +183,21 @@ func TestCollector_PedanticRegistry(t *testing.T) {
 
 func TestCollector_NamesDoNotCollide(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(memkitprom.NewCollector("a", newFakeSource(3))); err != nil {
+	if err := reg.Register(prom.NewCollector("a", newFakeSource(3))); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.Register(memkitprom.NewCollector("b", newFakeSource(3))); err != nil {
+	if err := reg.Register(prom.NewCollector("b", newFakeSource(3))); err != nil {
 		t.Fatalf("second allocator with another name: %v", err)
 	}
 	// The same name twice is a collision the registry must reject...
-	if err := reg.Register(memkitprom.NewCollector("a", newFakeSource(3))); err == nil {
+	if err := reg.Register(prom.NewCollector("a", newFakeSource(3))); err == nil {
 		t.Error("registering allocator \"a\" twice succeeded")
 	}
 	// Const labels with the same names and other values tell apart two
 	// allocators of the same name.
 	shards := prometheus.NewPedanticRegistry()
 	for _, shard := range []string{"1", "2"} {
-		c := memkitprom.NewCollector("a", newFakeSource(3), memkitprom.WithConstLabels(prometheus.Labels{"shard": shard}))
+		c := prom.NewCollector("a", newFakeSource(3), prom.WithConstLabels(prometheus.Labels{"shard": shard}))
 		if err := shards.Register(c); err != nil {
 			t.Fatalf("allocator \"a\" shard %s: %v", shard, err)
 		}
@@ -235,15 +235,15 @@ func TestCollector_InvalidConfigFailsRegistration(t *testing.T) {
 		c    prometheus.Collector
 		want string
 	}{
-		{"empty name", memkitprom.NewCollector("", newFakeSource(1)), "memkitprom: empty allocator name"},
-		{"nil source", memkitprom.NewCollector("x", nil), `memkitprom: nil StatsSource for allocator "x"`},
-		{"reserved allocator", memkitprom.NewCollector("x", newFakeSource(1),
-			memkitprom.WithConstLabels(prometheus.Labels{"allocator": "y"})), `memkitprom: WithConstLabels: label "allocator" is reserved`},
-		{"reserved class", memkitprom.NewCollector("x", newFakeSource(1),
-			memkitprom.WithConstLabels(prometheus.Labels{"class": "y"})), `memkitprom: WithConstLabels: label "class" is reserved`},
-		{"bad label name", memkitprom.NewCollector("x", newFakeSource(1),
-			memkitprom.WithConstLabels(prometheus.Labels{"__reserved": "y"})), `memkitprom: "__reserved" is not a valid label name`},
-		{"bad name", memkitprom.NewCollector("\xff", newFakeSource(1)), "memkitprom: label value \"\\xff\" is not valid UTF-8"},
+		{"empty name", prom.NewCollector("", newFakeSource(1)), "memkit/prom: empty allocator name"},
+		{"nil source", prom.NewCollector("x", nil), `memkit/prom: nil StatsSource for allocator "x"`},
+		{"reserved allocator", prom.NewCollector("x", newFakeSource(1),
+			prom.WithConstLabels(prometheus.Labels{"allocator": "y"})), `memkit/prom: WithConstLabels: label "allocator" is reserved`},
+		{"reserved class", prom.NewCollector("x", newFakeSource(1),
+			prom.WithConstLabels(prometheus.Labels{"class": "y"})), `memkit/prom: WithConstLabels: label "class" is reserved`},
+		{"bad label name", prom.NewCollector("x", newFakeSource(1),
+			prom.WithConstLabels(prometheus.Labels{"__reserved": "y"})), `memkit/prom: "__reserved" is not a valid label name`},
+		{"bad name", prom.NewCollector("\xff", newFakeSource(1)), "memkit/prom: label value \"\\xff\" is not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,7 +268,7 @@ func TestCollector_InvalidConfigFailsRegistration(t *testing.T) {
 // changed.
 func TestCollector_ClassSetChanges(t *testing.T) {
 	src := newFakeSource(2)
-	c := memkitprom.NewCollector("fake", src)
+	c := prom.NewCollector("fake", src)
 	if n := testutil.CollectAndCount(c, "memkit_class_allocs_total"); n != 2 {
 		t.Fatalf("2 classes: %d class series", n)
 	}
@@ -294,7 +294,7 @@ memkit_class_allocs_total{allocator="fake",class="1099511627776"} 9
 func TestCollector_CollectAllocatesOnce(t *testing.T) {
 	for _, classes := range []int{0, 1, 64} {
 		t.Run(fmt.Sprintf("classes=%d", classes), func(t *testing.T) {
-			c := memkitprom.NewCollector("fake", newFakeSource(classes))
+			c := prom.NewCollector("fake", newFakeSource(classes))
 			ch := make(chan prometheus.Metric, 12+8*classes)
 			collect := func() {
 				c.Collect(ch)
@@ -318,7 +318,7 @@ func TestCollector_ConcurrentCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(memkitprom.NewCollector("pool", pool))
+	reg.MustRegister(prom.NewCollector("pool", pool))
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -355,7 +355,7 @@ func TestCollector_ConcurrentCollect(t *testing.T) {
 // next.
 func TestCollector_KeptMetricsStayValid(t *testing.T) {
 	src := newFakeSource(1)
-	c := memkitprom.NewCollector("fake", src)
+	c := prom.NewCollector("fake", src)
 	first := make(chan prometheus.Metric, 20)
 	c.Collect(first)
 	close(first)

@@ -1,4 +1,4 @@
-package memkitprom_test
+package prom_test
 
 import (
 	"encoding/json"
@@ -149,7 +149,7 @@ func seriesOf(names map[string]bool, series string) bool {
 
 func TestDashboard_QueriesOnlyEmittedMetrics(t *testing.T) {
 	d := loadDashboard(t)
-	memkitNames := describedNames(t, memkitprom.NewCollector("x", newFakeSource(1)))
+	memkitNames := describedNames(t, prom.New(prom.WithClasses()))
 	goNames := describedNames(t, collectors.NewGoCollector())
 	if len(memkitNames) != 20 {
 		t.Errorf("the collector describes %d metrics, want 20", len(memkitNames))
@@ -167,7 +167,7 @@ func TestDashboard_QueriesOnlyEmittedMetrics(t *testing.T) {
 		for _, name := range memkitName.FindAllString(expr, -1) {
 			used[name] = true
 			if !seriesOf(memkitNames, name) {
-				t.Errorf("%s: %s is not a metric memkitprom emits (expr %q)", where, name, expr)
+				t.Errorf("%s: %s is not a metric package prom emits (expr %q)", where, name, expr)
 			}
 		}
 		for _, name := range goName.FindAllString(expr, -1) {
@@ -188,6 +188,29 @@ func TestDashboard_QueriesOnlyEmittedMetrics(t *testing.T) {
 		if !used[name] {
 			t.Errorf("the dashboard does not chart %s", name)
 		}
+	}
+}
+
+// TestDashboard_RatiosPerInstance checks that a panel dividing two
+// aggregates, such as the fragmentation 1 - largest free / free, groups
+// both by allocator and instance: summed over instances, the free bytes of
+// one process would be divided into the largest piece of another.
+func TestDashboard_RatiosPerInstance(t *testing.T) {
+	byClause := regexp.MustCompile(`by \(([^)]*)\)`)
+	ratios := 0
+	for title, expr := range loadDashboard(t).exprs() {
+		if !strings.Contains(expr, " / ") || !byClause.MatchString(expr) {
+			continue
+		}
+		ratios++
+		for _, m := range byClause.FindAllStringSubmatch(expr, -1) {
+			if m[1] != "allocator, instance" {
+				t.Errorf("%s: a ratio of aggregates grouped by (%s); want by (allocator, instance): %s", title, m[1], expr)
+			}
+		}
+	}
+	if ratios == 0 {
+		t.Error("no panel divides aggregates; the fragmentation panel should")
 	}
 }
 

@@ -1,23 +1,30 @@
-// Package memkitprom exports the statistics of memkit allocators as
-// Prometheus metrics.
+// Package prom exports the statistics of memkit allocators as Prometheus
+// metrics.
 //
-// Every memkit allocator implements [memkit.StatsSource], so one collector
-// serves them all: [NewCollector] wraps a source under an allocator name and
-// returns a [prometheus.Collector] to register with a registry of your
-// choice. This package never registers anything globally.
+// memkit has one registry of allocators: [memkit.Publish]. The debug page
+// ([memkit.Handler]) and expvar show what is published there, and so does
+// the one collector of this package, [New], under the same names: publish
+// each allocator once, register New once, and every published allocator
+// is exported, including those published later. This package never
+// registers anything globally.
+//
+//	memkit.Publish("rpc_buffers", pool)
+//	memkit.Publish("sessions", shared) // a slab.Shared
 //
 //	reg := prometheus.NewRegistry()
 //	reg.MustRegister(
-//		memkitprom.NewCollector("rpc_buffers", pool),
-//		memkitprom.NewCollector("sessions", shared), // a slab.Shared
+//		prom.New(),
 //		collectors.NewGoCollector(), // GC cycles, for the dashboard
 //	)
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
+// [NewCollector], the collector of one allocator that earlier versions
+// offered, is deprecated but keeps working.
+//
 // # Metrics
 //
-// Every series carries the label allocator, the name given to
-// [NewCollector]. Gauges describe the present, counters (suffix _total) only
+// Every series carries the label allocator, the name the allocator was
+// published under (for [NewCollector], the name given to it). Gauges describe the present, counters (suffix _total) only
 // grow; both come from one [memkit.Stats] snapshot per scrape.
 //
 //	memkit_in_use_bytes             gauge    bytes in objects handed out and not yet returned
@@ -33,8 +40,9 @@
 //	memkit_releases_total           counter  times idle memory was given back
 //	memkit_bad_frees_total          counter  frees rejected as not the allocator's
 //
-// Allocators with size classes add a series per class, with the label class
-// holding the class size in bytes as a decimal number ("4096"):
+// With [WithClasses], allocators with size classes add a series per class,
+// with the label class holding the class size in bytes as a decimal number
+// ("4096"):
 //
 //	memkit_class_in_use_bytes       gauge
 //	memkit_class_reserved_bytes     gauge
@@ -49,20 +57,23 @@
 // 1 - memkit_largest_free_bytes / memkit_free_bytes is the fragmentation
 // of the free memory ([memkit.Stats.Fragmentation]).
 //
-// An allocator with 64 classes thus exports 12 + 8×64 = 524 series;
-// [WithoutClasses] drops the per-class ones.
+// An allocator with 64 classes thus exports 12 series by default and
+// 12 + 8×64 = 524 with [WithClasses], which is why they are opt-in.
 //
 // # Cost of a scrape
 //
-// Collect calls the source's ReadStats once, into a [memkit.Stats] the
-// collector keeps, so the snapshot does not allocate after the first
-// scrape. It takes no lock of its own beyond a mutex private to the
+// Collect calls each allocator's ReadStats once, from the scraping
+// goroutine while the allocator's users go on: every memkit allocator's
+// ReadStats is safe for that, and a [memkit.StatsSource] of your own must
+// be too. It reads into a [memkit.Stats] the collector keeps per
+// allocator, so the snapshot does not allocate after the first scrape. It takes no lock of its own beyond a mutex private to the
 // collector (concurrent scrapes of one collector take turns); which locks
 // ReadStats takes is the allocator's business, and memkit's allocators
 // take their shard or class locks one at a time, never all at once. The
 // label pairs of each class are built once and cached, and the metrics of
-// one Collect share one block: a Collect allocates once, whatever the
-// number of classes. For an allocator with 64 classes a Collect takes
+// one allocator's Collect share one block: a Collect allocates once per
+// allocator, whatever the number of classes ([New] also lists the
+// published allocators, a few allocations per scrape). For an allocator with 64 classes a Collect takes
 // some 25–50 µs on a 2-core machine, a good part of it the 524 channel sends
 // client_golang's Collector interface requires (BenchmarkCollect64Classes);
 // a registry's Gather and the text encoding then cost several times that.
@@ -72,4 +83,4 @@
 // The module ships a Grafana dashboard in dashboards/memkit.json that charts
 // these series beside the Go collector's GC cycles; its tests check that it
 // queries only series this package and [collectors.NewGoCollector] emit.
-package memkitprom
+package prom

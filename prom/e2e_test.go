@@ -1,4 +1,4 @@
-package memkitprom_test
+package prom_test
 
 import (
 	"context"
@@ -50,8 +50,8 @@ func TestE2E_PrometheusScrapes(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		memkitprom.NewCollector("e2e", pool),
-		memkitprom.NewCollector("e2e_extent", ranges),
+		prom.NewCollector("e2e", pool),
+		prom.NewCollector("e2e_extent", ranges),
 		collectors.NewGoCollector(),
 	)
 	mux := http.NewServeMux()

@@ -1,4 +1,4 @@
-package memkitprom_test
+package prom_test
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/prom"
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,8 +15,43 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Register a collector per allocator with a registry of your own, next to
-// the Go collector, and serve it with promhttp.
+// Publish each allocator once, under the name the debug page shows, and
+// register one collector for all of them next to the Go collector.
+func ExampleNew() {
+	pool, err := bytepool.New()
+	if err != nil {
+		panic(err)
+	}
+	memkit.Publish("rpc_buffers", pool)
+	defer memkit.Unpublish("rpc_buffers")
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prom.New(), collectors.NewGoCollector())
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/debug/memkit/", memkit.Handler()) // the same names
+	srv := httptest.NewServer(mux)                 // in a program: http.ListenAndServe
+	defer srv.Close()
+
+	held := pool.Get(1000)
+	defer pool.Put(held)
+
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "memkit_live_objects") || strings.HasPrefix(line, "memkit_class_") {
+			fmt.Println(line) // no memkit_class_ series without prom.WithClasses
+		}
+	}
+	// Output:
+	// memkit_live_objects{allocator="rpc_buffers"} 1
+}
+
+// The deprecated collector of one allocator, registered per allocator.
 func ExampleNewCollector() {
 	pool, err := bytepool.New()
 	if err != nil {
@@ -24,7 +60,7 @@ func ExampleNewCollector() {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		memkitprom.NewCollector("rpc_buffers", pool),
+		prom.NewCollector("rpc_buffers", pool),
 		collectors.NewGoCollector(),
 	)
 	mux := http.NewServeMux()
@@ -69,9 +105,9 @@ func ExampleWithConstLabels() {
 			panic(err)
 		}
 		pool.Put(pool.Get(100))
-		reg.MustRegister(memkitprom.NewCollector("uploads", pool,
-			memkitprom.WithConstLabels(prometheus.Labels{"tenant": tenant}),
-			memkitprom.WithoutClasses(),
+		reg.MustRegister(prom.NewCollector("uploads", pool,
+			prom.WithConstLabels(prometheus.Labels{"tenant": tenant}),
+			prom.WithoutClasses(),
 		))
 	}
 	mfs, err := reg.Gather()

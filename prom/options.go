@@ -1,14 +1,14 @@
-package memkitprom
+package prom
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Option configures a collector made by [NewCollector].
+// Option configures a collector made by [New] or [NewCollector].
 type Option func(*config)
 
-// config holds every option's value; its zero value is the default.
+// config holds every option's value.
 type config struct {
 	constLabels prometheus.Labels
-	noClasses   bool
+	classes     bool // per-class series: off by default for New, on for NewCollector
 }
 
 // WithConstLabels adds labels with fixed values to every series of the
@@ -27,10 +27,17 @@ func WithConstLabels(labels prometheus.Labels) Option {
 	}
 }
 
+// WithClasses adds the per-class series (memkit_class_*): eight per size
+// class of each allocator, 512 for a pool of 64 classes. [New] leaves them
+// out unless given this option.
+func WithClasses() Option {
+	return func(c *config) { c.classes = true }
+}
+
 // WithoutClasses drops the per-class series (memkit_class_*), leaving the
-// ten allocator-wide ones. Use it to keep the number of series down when
-// many allocators with many classes are exported; the allocator's
-// ReadStats still fills its class rows.
+// allocator-wide ones. It is the default of [New]; [NewCollector] exports
+// the per-class series unless given this option. The allocator's ReadStats
+// still fills its class rows.
 func WithoutClasses() Option {
-	return func(c *config) { c.noClasses = true }
+	return func(c *config) { c.classes = false }
 }

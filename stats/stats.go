@@ -104,7 +104,12 @@ type StatsSource interface {
 	// It does not allocate when s.Classes has capacity for every class,
 	// which is the case from the second call on when s is reused.
 	//
-	// A snapshot taken while other goroutines use the allocator is
+	// ReadStats may be called from any goroutine while other goroutines
+	// use the allocator: memkit.Publish's observers (expvar, the debug
+	// page, the Prometheus collector of package prom) call it from the
+	// goroutine serving a read or a scrape. Every memkit allocator's
+	// ReadStats is safe for that; an implementation of your own must be
+	// too. A snapshot taken while other goroutines use the allocator is
 	// consistent per field, not across fields: each counter is exact, but
 	// InUseBytes may reflect an allocation that Allocs does not yet.
 	ReadStats(s *Stats)

@@ -23,7 +23,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
-	memkitprom "github.com/memkit/memkit/prom"
+	"github.com/memkit/memkit/prom"
 )
 
 const demoUsage = `usage: memkit demo [flags]
@@ -159,23 +159,23 @@ func runDemo(stdout, stderr io.Writer, args []string) error {
 		return err
 	}
 
-	// Observability: the memkit service's allocators, published for the
-	// debug page and collected for Prometheus.
+	// Observability: the memkit service's allocators, published once, under
+	// the names both the debug page and Prometheus show.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(prom.New(prom.WithClasses()),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, a := range []struct {
 		name string
 		src  memkit.StatsSource
 	}{
-		{"demo_bodies", mk.bodies},
-		{"demo_arenas", mk.arenas},
-		{"demo_audit", mk.audit},
-		{"bytepool_default", bytepool.Default()},
+		{"demo.bodies", mk.bodies},
+		{"demo.arenas", mk.arenas},
+		{"demo.audit", mk.audit},
+		{"bytepool.default", bytepool.Default()},
 	} {
-		reg.MustRegister(memkitprom.NewCollector(a.name, a.src))
-		if memkit.Lookup("memkit.demo."+a.name) == nil {
-			memkit.Publish("memkit.demo."+a.name, a.src)
-			defer memkit.Unpublish("memkit.demo." + a.name)
+		if memkit.Lookup(a.name) == nil {
+			memkit.Publish(a.name, a.src)
+			defer memkit.Unpublish(a.name)
 		}
 	}
 	ln, err := net.Listen("tcp", cfg.listen)

@@ -38,11 +38,11 @@ func TestDemo_PrometheusScrapes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, q := range []string{
-		`memkit_allocs_total{allocator="demo_bodies"}`,
-		`memkit_allocs_total{allocator="demo_arenas"}`,
-		`memkit_allocs_total{allocator="demo_audit"}`,
-		`memkit_reserved_bytes{allocator="demo_bodies"}`,
-		`sum(memkit_class_allocs_total{allocator="bytepool_default"})`,
+		`memkit_allocs_total{allocator="demo.bodies"}`,
+		`memkit_allocs_total{allocator="demo.arenas"}`,
+		`memkit_allocs_total{allocator="demo.audit"}`,
+		`memkit_reserved_bytes{allocator="demo.bodies"}`,
+		`sum(memkit_class_allocs_total{allocator="bytepool.default"})`,
 	} {
 		r := p.WaitFor(ctx, t, q, e2e.Positive)
 		t.Logf("%s = %v", q, r[0].Value)
