@@ -118,10 +118,10 @@ func FuzzArena(f *testing.F) {
 func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 	for ops.More() {
 		op := ops.Byte()
-		if len(m.live) >= maxLive && op%12 < 2 {
+		if len(m.live) >= maxLive && op%16 < 2 {
 			op = 3
 		}
-		switch op % 12 {
+		switch op % 16 {
 		case 0, 1: // Alloc or TryAlloc, sometimes too large
 			n := ops.Uint16() % (slabSize + slabSize/8)
 			var b []byte
@@ -163,7 +163,7 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 			}
 		case 3, 4: // DecRef, by buffer or Loc
 			if c := m.pick(ops, true); c != nil {
-				if err := m.decRef(c, op%12 == 4); err != nil {
+				if err := m.decRef(c, op%16 == 4); err != nil {
 					return err
 				}
 			}
@@ -246,18 +246,8 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 				return err
 			}
 		case 11: // a DecRef through the buffer of a freed chunk not handed out again panics
-			if len(m.freed) == 0 || m.shared { // another goroutine may hold it now
-				continue
-			}
-			f := m.freed[int(ops.Byte())%len(m.freed)]
-			p := addr(f)
-			reused := false
-			for _, c := range m.live {
-				if p >= addr(c.buf) && p < addr(c.buf)+uintptr(m.sizes[c]) {
-					reused = true
-				}
-			}
-			if reused {
+			f := m.freedUnused(ops)
+			if f == nil {
 				continue
 			}
 			if got := panicValue(func() { m.a.DecRef(f) }); !panicIs(got, "memkit/slab: DecRef of a free chunk", checked.DoubleFree) &&
@@ -265,9 +255,110 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 				return fmt.Errorf("DecRef of a freed chunk: panic %q", got)
 			}
 			m.badFrees++
+		case 12, 13, 14, 15: // the misuse table's other mistakes
+			if err := m.mistake(ops, op%16); err != nil {
+				return err
+			}
+			// Panicked with memkit's message or not, every live chunk
+			// still holds its bytes.
+			if err := m.mem.VerifyAll(); err != nil {
+				return fmt.Errorf("after mistake %d: %w", op%16, err)
+			}
 		}
 	}
 	return nil
+}
+
+// mistake makes one of the misuse table's mistakes (misuse_test.go)
+// between the correct calls, and checks that the build in use reports it
+// as the table says, or, where it says the mistake goes unnoticed, that it
+// changed nothing the model can see.
+func (m *arenaModel) mistake(ops *memtest.Ops, kind byte) error {
+	switch kind {
+	case 12: // DecRef too many of a chunk only chains hold
+		k := int(ops.Byte())
+		for j := range m.live {
+			c := m.live[(k+j)%len(m.live)]
+			if c.refs > 0 || c.in == 0 {
+				continue
+			}
+			got := panicValue(func() { m.a.DecRef(c.buf) })
+			if k&1 != 0 {
+				got = panicValue(func() { m.a.LocDecRef(c.loc) })
+			}
+			if !panicIs(got, panicChainedOnly, checked.DoubleFree) {
+				return fmt.Errorf("DecRef of a chunk only chains hold: panic %q", got)
+			}
+			m.badFrees++
+			return nil
+		}
+	case 13: // AddRef, SetNext or GetNext of a freed chunk not handed out again
+		f := m.freedUnused(ops)
+		if f == nil {
+			return nil
+		}
+		calls := []struct {
+			call      func()
+			msg, kind string
+		}{
+			{func() { m.a.AddRef(f) }, panicAddRefFree, checked.StaleHandle},
+			{func() { m.a.SetNext(f, nil) }, panicFreeChunk, checked.StaleHandle},
+			{func() { m.a.GetNext(f) }, panicFreeChunk, checked.StaleHandle},
+		}
+		c := calls[int(ops.Byte())%len(calls)]
+		if got := panicValue(c.call); !panicIs(got, c.msg, c.kind) && got != panicForeign { // its slab may be released
+			return fmt.Errorf("use of a freed chunk: panic %q; want %q", got, c.msg)
+		}
+	case 14: // write after free into a chunk not handed out again
+		f := m.freedUnused(ops)
+		if f == nil || len(f) == 0 {
+			return nil
+		}
+		i := int(ops.Byte()) % len(f)
+		f[i] ^= 0x5a
+		_, err := memkit.Leaks(m.a)
+		f[i] ^= 0x5a // the chunk may have left the quarantine: put it back as it was
+		if mu, ok := err.(*memkit.Misuse); ok && (mu.Kind != checked.UseAfterFree || mu.Addr > addr(f)) {
+			return fmt.Errorf("write after free reported as %v", mu)
+		} else if !ok && err != nil && err != memkit.ErrNotChecked {
+			return fmt.Errorf("Leaks after a write after free: %v", err)
+		}
+	case 15: // write into the slack of a chunk, then its last DecRef
+		k := int(ops.Byte())
+		for j := range m.live {
+			c := m.live[(k+j)%len(m.live)]
+			if c.refs != 1 || c.in != 0 || c.next != nil || m.sizes[c] <= len(c.buf) {
+				continue
+			}
+			unsafe.Slice(unsafe.SliceData(c.buf[:cap(c.buf)]), m.sizes[c])[len(c.buf)] ^= 0x5a
+			c.refs--
+			if err := m.maybeFree(c); err != nil {
+				return err
+			}
+			got := panicValue(func() { m.a.DecRef(c.buf) })
+			if checked.Enabled && !panicIs(got, "", checked.Overflow) || !checked.Enabled && got != "" {
+				return fmt.Errorf("last DecRef after a write into the slack: panic %q", got)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// freedUnused returns the buffer of a freed chunk, chosen by the next
+// byte, that no live chunk holds, or nil; never for a Shared, whose other
+// goroutines may hold it.
+func (m *arenaModel) freedUnused(ops *memtest.Ops) []byte {
+	if len(m.freed) == 0 || m.shared {
+		return nil
+	}
+	f := m.freed[int(ops.Byte())%len(m.freed)]
+	for _, c := range m.live {
+		if p := addr(f); p >= addr(c.buf) && p < addr(c.buf)+uintptr(m.sizes[c]) {
+			return nil
+		}
+	}
+	return f
 }
 
 // pick returns a live chunk chosen by the next byte; with held, only one
