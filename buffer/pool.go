@@ -66,7 +66,9 @@ func NewPool(opts ...Option) (*Pool, error) {
 		return nil, errorf("Budget and BudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New")
 	}
 	if bp == nil {
-		var bopts []bytepool.Option
+		// Its own bytepool counts exactly: ReadStats is the storage this
+		// Pool's Buffers took and gave back.
+		bopts := []bytepool.Option{bytepool.WithExactStats()}
 		if cfg.setBudget {
 			bopts = append(bopts, bytepool.WithBudget(cfg.budget))
 		}

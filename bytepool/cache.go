@@ -4,35 +4,39 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/shard"
 )
 
 // Cache is a per-goroutine front for a [Pool]: its own free list per class,
 // refilled from and spilled to the pool in batches, for hot loops where even
-// the pool's uncontended lock shows.
+// the pool's per-P fast path shows.
 //
 // A Cache is not safe for concurrent use; give each goroutine its own. The
 // zero value is not usable: create one with [Pool.NewCache]. It must not be
 // copied. Get and Put are a class lookup and a slice pop or push, with no
 // atomic operation (in a Bounded pool, one atomic bit flip for the
-// double-free check). A Cache holds at most a magazine per class (64 small
-// buffers, about 512 KiB of a large class) beyond what the pool holds; call
-// [Cache.Release] when the goroutine is done, or those buffers stay out of
-// the pool until the Cache is collected.
+// double-free check), about half the cost of the pool's. A Cache holds at
+// most a magazine per class (64 small buffers, about 512 KiB of a large
+// class) beyond what the pool holds; call [Cache.Release] when the
+// goroutine is done, or those buffers stay out of the pool until the Cache
+// is collected. In the checked build a Cache passes every call to its pool.
 //
 // Buffers from a Cache may be put back to the pool or to any other Cache of
 // the same pool, and the other way round.
 //
-// Its counters are folded into the pool's [Pool.ReadStats] whenever it
-// refills, spills or is released, so the pool's stats may lag a busy Cache
-// by up to a batch per class.
+// A Cache counts its Gets and Puts exactly and folds the counts into the
+// pool's [Pool.ReadStats] whenever it refills, spills or is released, so
+// the pool's stats may lag a busy Cache by up to a batch per class. (An
+// Elastic pool's in-use estimate counts a Cache's sampled buffers at once.)
 type Cache struct {
 	// The pool's lookup table and limits, copied so that the hot path
 	// reads only the Cache.
-	tab       []uint8
-	tabMax    int
-	stepMask  int
-	stepShift uint
-	plain     bool // the pool is neither Bounded nor zeroing nor checked
+	tab         []uint8
+	tabMax      int
+	stepMask    int
+	stepShift   uint
+	sampleShift uint
+	plain       bool // the pool is neither Bounded nor zeroing nor checked
 
 	lists []cacheList
 	p     *Pool
@@ -40,23 +44,32 @@ type Cache struct {
 
 type cacheList struct {
 	bufs   []unsafe.Pointer
-	size   int    // the class size
-	allocs uint64 // not yet folded into the pool
+	size   int           // the class size
+	e      *elasticClass // Elastic: the pool's class, for its sampled counts
+	allocs uint64        // not yet folded into the pool
 	frees  uint64
-	grows  uint64
 }
 
 // NewCache returns a Cache in front of p.
 func (p *Pool) NewCache() *Cache {
 	c := &Cache{
-		tab: p.tab, tabMax: p.tabMax, stepMask: p.stepMask, stepShift: p.stepShift, plain: p.plain,
+		tab: p.tab, tabMax: p.tabMax, stepMask: p.stepMask, stepShift: p.stepShift,
+		sampleShift: p.sampleShift, plain: p.plain,
 		lists: make([]cacheList, len(p.sizes)),
 		p:     p,
 	}
 	for i := range c.lists {
 		c.lists[i].size = p.sizes[i]
+		if p.elastic != nil {
+			c.lists[i].e = &p.elastic[i]
+		}
 	}
 	return c
+}
+
+// sampled is [Pool.sampled] from the Cache's copy of the shift.
+func (c *Cache) sampled(ptr unsafe.Pointer) bool {
+	return shard.Mix(uintptr(ptr))>>c.sampleShift == 0
 }
 
 // Get is [Pool.Get] served from the Cache.
@@ -75,6 +88,9 @@ func (c *Cache) Get(n int) []byte {
 	ptr := l.bufs[k]
 	l.bufs = l.bufs[:k]
 	l.allocs++
+	if c.sampled(ptr) {
+		l.e.cgets.Add(1)
+	}
 	clearIdle(ptr)
 	return unsafe.Slice((*byte)(ptr), l.size)[:n]
 }
@@ -91,6 +107,9 @@ func (c *Cache) getLarge(n int) []byte {
 // getSlow is Get for class cl when the list is empty or the pool checks or
 // zeroes what it hands out.
 func (c *Cache) getSlow(cl, n int) []byte {
+	if checked.Enabled {
+		return c.p.Get(n)
+	}
 	l := &c.lists[cl]
 	k := len(l.bufs) - 1
 	if k < 0 {
@@ -99,6 +118,9 @@ func (c *Cache) getSlow(cl, n int) []byte {
 	ptr := l.bufs[k]
 	l.bufs = l.bufs[:k]
 	l.allocs++
+	if l.e != nil && c.sampled(ptr) {
+		l.e.cgets.Add(1)
+	}
 	return c.p.handOut(ptr, cl, n)
 }
 
@@ -110,12 +132,15 @@ func (c *Cache) Put(b []byte) {
 		return
 	}
 	l := &c.lists[c.tab[(size+c.stepMask)>>c.stepShift]]
-	if l.size != size || len(l.bufs) == cap(l.bufs) {
+	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
+	if l.size != size || len(l.bufs) == cap(l.bufs) || uintptr(ptr)&l.e.alignMask != 0 {
 		c.putSlow(b)
 		return
 	}
-	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	c.p.markIdle(ptr)
+	if c.sampled(ptr) {
+		l.e.cputs.Add(1)
+	}
 	l.bufs = append(l.bufs, ptr)
 	l.frees++
 }
@@ -125,23 +150,31 @@ func (c *Cache) Put(b []byte) {
 func (c *Cache) putSlow(b []byte) {
 	p := c.p
 	if checked.Enabled {
-		p.checkPut(b)
+		p.Put(b)
+		return
 	}
 	size := cap(b)
 	cl := p.exact(size)
 	if cl < 0 {
-		p.putOdd(size)
+		p.putOdd(b)
 		return
 	}
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
+	l := &c.lists[cl]
 	if p.region != nil {
 		if !p.release(ptr, cl, size) {
 			return
 		}
-	} else if !checked.Enabled {
+	} else {
+		if uintptr(ptr)&l.e.alignMask != 0 {
+			p.counts.badFrees.Add(1)
+			return
+		}
 		p.markIdle(ptr)
+		if c.sampled(ptr) {
+			l.e.cputs.Add(1)
+		}
 	}
-	l := &c.lists[cl]
 	if len(l.bufs) == cap(l.bufs) {
 		c.spill(cl)
 	}
@@ -149,8 +182,8 @@ func (c *Cache) putSlow(b []byte) {
 	l.frees++
 }
 
-// refill fetches half a magazine of class cl from the pool's depot (or
-// region), folding the Cache's counters in on the way, and serves n from it.
+// refill fetches half a magazine of class cl from the pool, folding the
+// Cache's counters in on the way, and serves n from it.
 func (c *Cache) refill(cl, n int) []byte {
 	p := c.p
 	l := &c.lists[cl]
@@ -158,36 +191,52 @@ func (c *Cache) refill(cl, n int) []byte {
 		l.bufs = make([]unsafe.Pointer, 0, p.magCap[cl])
 	}
 	want := l.bufs[:max(cap(l.bufs)/2, 1)]
-	d := &p.depots[cl]
-	d.mu.Lock()
-	got := d.take(want)
-	c.fold(d, l)
-	d.mu.Unlock()
-	if got == 0 && p.region != nil {
-		got = p.region.carve(cl, p.sizes[cl], want)
-	}
-	if got == 0 {
-		if p.region != nil {
+	got := 0
+	if p.region != nil {
+		d := &p.depots[cl]
+		d.mu.Lock()
+		got = d.take(want)
+		c.fold(cl)
+		d.mu.Unlock()
+		if got == 0 {
+			got = p.region.carve(cl, p.sizes[cl], want)
+		}
+		if got == 0 {
 			// The region is used up: take the pool's slow path, which steals
 			// from the shards or falls back to the heap.
 			return p.Get(n)
 		}
-		if p.budget != nil && !p.budget.TryCharge(int64(p.sizes[cl])) {
-			return p.fallback(cl, n)
+	} else {
+		c.fold(cl)
+		for got < len(want) {
+			ptr, _ := l.e.free.Get().(unsafe.Pointer)
+			if ptr == nil {
+				break
+			}
+			want[got] = ptr
+			got++
 		}
-		l.allocs++
-		l.grows++
-		return p.handOut(p.newBuffer(cl), cl, n)
+		if got == 0 {
+			ptr := p.grow(cl)
+			if ptr == nil {
+				return p.fallback(cl, n)
+			}
+			want[0] = ptr
+			got = 1
+		}
 	}
 	ptr := want[got-1]
 	want[got-1] = nil
 	l.bufs = want[:got-1]
 	l.allocs++
+	if l.e != nil && c.sampled(ptr) {
+		l.e.cgets.Add(1)
+	}
 	return p.handOut(ptr, cl, n)
 }
 
 // spill makes room in class cl's full list: it moves half of it to the
-// pool's depot, or gives a list not yet used its storage.
+// pool, or gives a list not yet used its storage.
 func (c *Cache) spill(cl int) {
 	l := &c.lists[cl]
 	if cap(l.bufs) == 0 {
@@ -196,44 +245,59 @@ func (c *Cache) spill(cl int) {
 	}
 	half := max(len(l.bufs)/2, 1)
 	move := l.bufs[len(l.bufs)-half:]
-	d := &c.p.depots[cl]
-	d.mu.Lock()
-	dropped := c.p.stash(d, cl, move)
-	c.fold(d, l)
-	d.mu.Unlock()
+	c.give(cl, move)
 	clear(move)
 	l.bufs = l.bufs[:len(l.bufs)-half]
-	if dropped > 0 {
-		c.p.budget.Release(dropped)
+}
+
+// give hands idle buffers of class cl to the pool and folds the Cache's
+// counters of the class in.
+func (c *Cache) give(cl int, bufs []unsafe.Pointer) {
+	p := c.p
+	if p.region != nil {
+		d := &p.depots[cl]
+		d.mu.Lock()
+		d.bufs = append(d.bufs, bufs...)
+		c.fold(cl)
+		d.mu.Unlock()
+		return
+	}
+	c.fold(cl)
+	e := c.lists[cl].e
+	for _, ptr := range bufs {
+		e.free.Put(ptr)
 	}
 }
 
-// fold adds l's unfolded counters to d; d.mu must be held.
-func (c *Cache) fold(d *depot, l *cacheList) {
-	d.allocs += l.allocs
-	d.frees += l.frees
-	d.grows += l.grows
-	l.allocs, l.frees, l.grows = 0, 0, 0
+// fold adds class cl's unfolded counters to the pool: to the depot, whose
+// lock the caller holds, in a Bounded pool; to the class's atomics in an
+// Elastic one.
+func (c *Cache) fold(cl int) {
+	l := &c.lists[cl]
+	if l.allocs == 0 && l.frees == 0 {
+		return
+	}
+	if l.e != nil {
+		l.e.cacheAllocs.Add(l.allocs)
+		l.e.cacheFrees.Add(l.frees)
+	} else {
+		d := &c.p.depots[cl]
+		d.allocs += l.allocs
+		d.frees += l.frees
+	}
+	l.allocs, l.frees = 0, 0
 }
 
 // Release returns every buffer the Cache holds to the pool and folds its
 // counters into the pool's stats. The Cache stays usable.
 func (c *Cache) Release() {
-	var dropped int64
 	for cl := range c.lists {
 		l := &c.lists[cl]
-		if len(l.bufs) == 0 && l.allocs == 0 && l.frees == 0 && l.grows == 0 {
+		if len(l.bufs) == 0 && l.allocs == 0 && l.frees == 0 {
 			continue
 		}
-		d := &c.p.depots[cl]
-		d.mu.Lock()
-		dropped += c.p.stash(d, cl, l.bufs)
-		c.fold(d, l)
-		d.mu.Unlock()
+		c.give(cl, l.bufs)
 		clear(l.bufs)
 		l.bufs = l.bufs[:0]
-	}
-	if dropped > 0 {
-		c.p.budget.Release(dropped)
 	}
 }

@@ -42,16 +42,6 @@ func (p *Pool) guardByte() byte {
 	return checked.GuardByte
 }
 
-// misuse returns the report of a misuse of the buffer at addr, with the
-// stacks of rec if there is one.
-func misuse(op, kind string, addr uintptr, rec *checked.Record, detail string) *checked.Misuse {
-	m := &checked.Misuse{Allocator: "bytepool", Op: op, Kind: kind, Addr: addr, Detail: detail}
-	if rec != nil {
-		m.Size, m.Alloc, m.Free = rec.Size, rec.Alloc, rec.Free
-	}
-	return m
-}
-
 // verifyPoison checks that b, an idle buffer about to be handed out, is
 // still all poison: a byte that is not was written after its Put.
 func (p *Pool) verifyPoison(b []byte) {
@@ -60,7 +50,7 @@ func (p *Pool) verifyPoison(b []byte) {
 		return
 	}
 	addr := base(b)
-	panic(misuse("Get", checked.UseAfterFree, addr, p.track.Freed(addr), fmt.Sprintf(
+	panic(p.track.Report("Get", checked.UseAfterFree, addr, p.track.Freed(addr), fmt.Sprintf(
 		"byte %d of the %d-byte buffer is %#x, not the poison %#x: written after its Put",
 		i, len(b), b[i], checked.PoisonByte)))
 }
@@ -74,13 +64,13 @@ func (p *Pool) trackOut(b []byte, n int) {
 	p.track.Alloc(base(b), n, checked.SkipWithin(pkgPath))
 }
 
-// checkPut checks a Put of b against the tracker and poisons b: it panics
+// checkPut checks a Put of b against the tracker and returns its record: it panics
 // with a *checked.Misuse for a buffer put twice, one the pool never handed
 // out, one whose start or capacity moved, or one whose slack was written.
 // The slack that must still hold guard bytes starts at the length Get gave
 // or at len(b), whichever is larger, so a buffer that grew by append within
 // its capacity is put back whole.
-func (p *Pool) checkPut(b []byte) {
+func (p *Pool) checkPut(b []byte) *checked.Record {
 	size := cap(b)
 	full := b[:size]
 	addr := base(b)
@@ -89,17 +79,16 @@ func (p *Pool) checkPut(b []byte) {
 		p.badPut(addr, size)
 	}
 	if want := p.capOf(rec.Size); size != want {
-		panic(misuse("Put", checked.MovedFree, addr, rec, fmt.Sprintf(
+		panic(p.track.Report("Put", checked.MovedFree, addr, rec, fmt.Sprintf(
 			"its capacity is %d, but Get handed it out with %d", size, want)))
 	}
 	from := max(rec.Size, len(b))
 	if i := checked.FirstNot(full[from:], p.guardByte()); i >= 0 {
-		panic(misuse("Put", checked.Overflow, addr, rec, fmt.Sprintf(
+		panic(p.track.Report("Put", checked.Overflow, addr, rec, fmt.Sprintf(
 			"byte %d of the %d-byte buffer, past the length %d, is %#x, not the guard byte %#x",
 			from+i, size, from, full[from+i], p.guardByte())))
 	}
-	p.track.Free("Put", addr, checked.SkipWithin(pkgPath))
-	checked.Fill(full, checked.PoisonByte)
+	return p.track.Free("Put", addr, checked.SkipWithin(pkgPath))
 }
 
 // badPut panics with the report of a Put of the buffer at addr, of
@@ -113,13 +102,41 @@ func (p *Pool) checkPut(b []byte) {
 // have been reused.)
 func (p *Pool) badPut(addr uintptr, size int) {
 	if prev := p.track.Freed(addr); prev != nil && p.capOf(prev.Size) == size {
-		panic(misuse("Put", checked.DoubleFree, addr, prev, ""))
+		panic(p.track.Report("Put", checked.DoubleFree, addr, prev, ""))
 	}
 	for _, r := range p.track.Live() {
 		if addr > r.Addr && addr-r.Addr < uintptr(p.capOf(r.Size)) {
-			panic(misuse("Put", checked.MovedFree, addr, &r, fmt.Sprintf(
+			panic(p.track.Report("Put", checked.MovedFree, addr, &r, fmt.Sprintf(
 				"it starts at byte %d of the buffer Get handed out at %#x", addr-r.Addr, r.Addr)))
 		}
 	}
-	panic(misuse("Put", checked.ForeignFree, addr, nil, ""))
+	panic(p.track.Report("Put", checked.ForeignFree, addr, nil, ""))
+}
+
+// hold keeps the buffer at ptr, of class c and size bytes, just put, out of
+// reuse in the tracker's quarantine: a second Put, or a write, while it
+// waits is reported with the stacks of its Get and first Put. Its Put is
+// counted now; it goes on a free list when it leaves the quarantine. The
+// release function holds the class, not the pool, so a quarantine does not
+// keep an unreachable Elastic pool alive.
+func (p *Pool) hold(rec *checked.Record, ptr unsafe.Pointer, c, size int) {
+	mem := unsafe.Slice((*byte)(ptr), size)
+	if p.region != nil {
+		p.countFree(c)
+		p.track.Hold("Put", rec, mem, func() { p.pushBounded(ptr, c, false) })
+		return
+	}
+	e := &p.elastic[c]
+	p.track.Hold("Put", rec, mem, func() { e.free.Put(ptr) })
+}
+
+// flushQuarantine releases every buffer the checked build holds back, for
+// a Get that would otherwise fail or fall back to the heap. It reports
+// whether there was any.
+func (p *Pool) flushQuarantine() bool {
+	if n, _ := p.track.Held(); n == 0 {
+		return false
+	}
+	p.track.Flush("Get")
+	return true
 }

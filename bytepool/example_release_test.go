@@ -13,7 +13,7 @@ import (
 // buffer into a class it does not fit. (The checked build, -tags
 // memkitdebug, panics instead, naming where the buffer was allocated.)
 func ExamplePool_Put() {
-	p, _ := bytepool.New()
+	p, _ := bytepool.New(bytepool.WithExactStats())
 	b := p.Get(100)
 	p.Put(b[1:]) // start moved: capacity 111 is no class
 	p.Put(b)

@@ -33,7 +33,7 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// 1000 1024
-	// bytepool: MaxSize 3000 must be a power of two
+	// memkit/bytepool: MaxSize 3000 must be a power of two
 }
 
 // A Bounded pool never holds more than its budget; TryGet reports when it
@@ -65,7 +65,7 @@ func ExampleNew_bounded() {
 // A Cache serves one goroutine's hot loop without touching shared state on
 // most calls.
 func ExamplePool_NewCache() {
-	p, _ := bytepool.New()
+	p, _ := bytepool.New(bytepool.WithExactStats())
 	c := p.NewCache()
 	defer c.Release() // give its buffers back when the goroutine is done
 
@@ -82,7 +82,9 @@ func ExamplePool_NewCache() {
 }
 
 func ExamplePool_ReadStats() {
-	p, _ := bytepool.New(bytepool.WithMaxSize(256), bytepool.WithClassesPerDoubling(1))
+	p, _ := bytepool.New(bytepool.WithMaxSize(256), bytepool.WithClassesPerDoubling(1),
+		bytepool.WithExactStats()) // count every call, not a sample
+
 	b := p.Get(200)
 	p.Put(p.Get(64))
 

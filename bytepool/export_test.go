@@ -2,13 +2,10 @@ package bytepool
 
 // Test-only access to internals.
 
-// Decays reports how many decay passes have run.
-func (p *Pool) Decays() uint64 { return p.decays.Load() }
+// SampleScale reports how many buffers one sampled buffer stands for.
+func (p *Pool) SampleScale() uint64 { return p.scale() }
 
-// Decay runs one decay pass now, as the GC sentinel does after a cycle.
-func (p *Pool) Decay() { p.decay() }
-
-// Shards reports the number of shards.
+// Shards reports the number of shards of a Bounded pool.
 func (p *Pool) Shards() int { return len(p.shards) }
 
 // RegionSize reports the bytes a Bounded pool reserved, or 0.
@@ -18,3 +15,6 @@ func (p *Pool) RegionSize() int {
 	}
 	return len(p.region.mem)
 }
+
+// MachineMemory is machineMemory.
+var MachineMemory = machineMemory

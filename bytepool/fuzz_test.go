@@ -36,7 +36,7 @@ func runFuzzBody(t *testing.T, data []byte) {
 		ops := memtest.NewOps(data)
 		cfg := ops.Byte()
 		const maxSize = 64 << 10
-		opts := []bytepool.Option{bytepool.WithMaxSize(maxSize)}
+		opts := []bytepool.Option{bytepool.WithMaxSize(maxSize), bytepool.WithExactStats()}
 		switch cfg % 3 {
 		case 1:
 			opts = append(opts, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(256<<10))

@@ -2,7 +2,8 @@ package bytepool
 
 import (
 	"fmt"
-	"runtime"
+
+	"github.com/memkit/memkit/internal/shard"
 )
 
 // Policy selects how a [Pool] obtains and keeps memory.
@@ -50,8 +51,10 @@ type config struct {
 	budgetSet                     bool
 	alertAt                       int64
 	alertFn                       func(used int64, above bool)
+	alertSet                      bool
 	zeroed                        bool
 	shards                        int
+	sampleBits                    int // Elastic: count 1 in 2^sampleBits buffers (0: every one)
 }
 
 func defaultConfig() config {
@@ -61,19 +64,34 @@ func defaultConfig() config {
 		perDoubling: DefaultPerDoubling,
 		policy:      Elastic,
 		budget:      DefaultBudget,
-		shards:      defaultShards(),
+		shards:      shard.PerP(8, 64),
+		sampleBits:  sampleBits,
 	}
 }
 
-// defaultShards is eight shards per P, at least 64, rounded up to a power of
-// two, so that goroutines running at once rarely hash to the same one.
-func defaultShards() int {
-	n := 8 * runtime.GOMAXPROCS(0)
-	s := 64
-	for s < n {
-		s *= 2
+// configure applies opts to the defaults and checks what does not depend
+// on the size classes, naming the first bad option.
+func configure(opts []Option) (config, error) {
+	cfg := defaultConfig()
+	for i, o := range opts {
+		if o == nil {
+			return cfg, fmt.Errorf("%soption %d is nil", prefix, i)
+		}
+		o(&cfg)
 	}
-	return s
+	switch {
+	case cfg.shards < 1 || cfg.shards > 1<<16:
+		return cfg, fmt.Errorf("%sShards %d must be between 1 and 65536", prefix, cfg.shards)
+	case cfg.policy != Elastic && cfg.policy != Bounded:
+		return cfg, fmt.Errorf("%sPolicy %d is neither Elastic nor Bounded", prefix, int(cfg.policy))
+	case cfg.policy == Elastic && cfg.budgetSet && cfg.budget < 1:
+		return cfg, fmt.Errorf("%sBudget %d must be positive", prefix, cfg.budget)
+	case cfg.alertSet && cfg.alertAt < 1:
+		return cfg, fmt.Errorf("%sBudgetAlert threshold %d must be positive", prefix, cfg.alertAt)
+	case cfg.alertSet && cfg.alertFn == nil:
+		return cfg, fmt.Errorf("%sBudgetAlert func is nil: pass the function to call", prefix)
+	}
+	return cfg, nil
 }
 
 // WithMinSize sets the smallest class (default 64). Smaller requests are
@@ -97,29 +115,33 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 //
 // For a [Bounded] pool (default 64 MiB) it is the size of the region the
 // pool reserves at New: rounded down to whole 64 KiB slabs, it must hold at
-// least one. Each class in use takes at least one slab (a class above
-// 64 KiB takes a run of up to four buffers' worth), so budget a slab per
-// class you expect on top of the bytes you expect in flight. At the budget
-// Get falls back to the heap (Stats.HeapFallbacks) and TryGet reports
-// false.
+// least one, and may be at most 128 TiB and, on Linux, at most the
+// machine's RAM and swap (New returns an error past either, rather than let
+// the reservation end the process). Each class in use takes at least one
+// slab (a class above 64 KiB takes a run of up to four buffers' worth), so
+// budget a slab per class you expect on top of the bytes you expect in
+// flight. At the budget Get falls back to the heap (Stats.HeapFallbacks)
+// and TryGet reports false. The budget is exact: the region is all the
+// pool's classes ever hold.
 //
 // For an [Elastic] pool (default: none) it bounds the bytes of the buffers
-// the pool has made and not yet given back to the GC, in use or idle; n
+// the pool has made and the GC has not yet collected, in use or idle; n
 // must be positive. At the budget a Get that needs a new buffer still gets
 // one, made outside the budget and counted in Stats.HeapFallbacks, and
-// TryGet reports false instead, changing nothing but Stats.Failures. Idle
-// buffers beyond the budget are dropped to the GC, counted in
-// Stats.Releases, when they move from a shard or a [Cache] to the pool's
-// depot (a batch at a time, and at every GC cycle), so the budget is soft
-// by at most the idle buffers the shards and Caches hold. A buffer never
-// put back stays charged. The budget is charged and released only on those
-// slow paths, never by a Get or Put served from a shard or a Cache.
+// TryGet reports false instead, changing nothing but Stats.Failures. A
+// buffer is charged when the pool makes it and released when the GC
+// collects it (the pool drops idle buffers within two GC cycles, and a
+// cleanup sees each one go), so the budget is exact as of the last GC. A
+// buffer never put back stays charged until the GC collects it. The budget
+// is charged and released only on those slow paths, never by a Get or Put
+// of an idle buffer.
 func WithBudget(n int64) Option { return func(c *config) { c.budget, c.budgetSet = n, true } }
 
 // WithBudgetAlert calls fn when the bytes charged to the pool's budget rise
 // to threshold or more (above true) and when they fall back below it
 // (above false), once per crossing, for load shedding. It needs no
-// [WithBudget] limit. threshold must be positive.
+// [WithBudget] limit. threshold must be positive and fn not nil: New
+// returns an error otherwise.
 //
 // What is charged: for an [Elastic] pool, the buffers it has made and not
 // given back to the GC (see [WithBudget]); for a [Bounded] pool, the slabs
@@ -127,19 +149,30 @@ func WithBudget(n int64) Option { return func(c *config) { c.budget, c.budgetSet
 // this only grows) plus heap fallbacks while they are live. Buffers above
 // the largest class are charged while they are live in both. fn runs on
 // the goroutine that crossed the threshold, on a slow path (a buffer made,
-// a slab taken, idle buffers dropped), never inside Get or Put's fast path,
+// a slab taken, or, on the runtime's cleanup goroutine, a buffer the GC
+// collected), never inside Get or Put's fast path,
 // and never with a lock of the pool held; it must be quick and must not
 // block.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
-	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+	return func(c *config) { c.alertAt, c.alertFn, c.alertSet = threshold, fn, true }
 }
+
+// WithExactStats makes an [Elastic] pool count every Get and Put exactly,
+// at the cost of one atomic add per call on a counter of the class shared
+// by every goroutine, instead of estimating them from a 1-in-64 sample of
+// the buffers (see [Pool.ReadStats]). Use it for tests, and for pools whose
+// call rate is low enough that the shared counter does not show. A
+// [Bounded] pool and a [Cache] always count exactly.
+func WithExactStats() Option { return func(c *config) { c.sampleBits = 0 } }
 
 // WithZeroing makes Get return buffers whose every byte, up to the
 // capacity, is zero. Without it (the default) a reused buffer holds whatever
 // its previous user wrote.
 func WithZeroing() Option { return func(c *config) { c.zeroed = true } }
 
-// WithShards sets the number of shards the shared pool spreads its free
+// WithShards sets the number of shards a [Bounded] pool spreads its free
 // lists over (default: 8 per GOMAXPROCS, rounded up to a power of two, at
-// least 64). It is rounded up to a power of two.
+// least 64). It is rounded up to a power of two, and must be between 1 and
+// 65536. An [Elastic] pool keeps its idle buffers per P in sync.Pools and
+// has no shards.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }

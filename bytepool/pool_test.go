@@ -31,9 +31,9 @@ var policies = []struct {
 	name string
 	opts []bytepool.Option
 }{
-	{"elastic", nil},
+	{"elastic", []bytepool.Option{bytepool.WithExactStats()}},
 	{"bounded", []bytepool.Option{bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(16 << 20)}},
-	{"zeroing", []bytepool.Option{bytepool.WithZeroing()}},
+	{"zeroing", []bytepool.Option{bytepool.WithZeroing(), bytepool.WithExactStats()}},
 }
 
 func forEachPolicy(t *testing.T, f func(t *testing.T, p *bytepool.Pool)) {
@@ -64,14 +64,14 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		opt  bytepool.Option
 		want string
 	}{
-		{bytepool.WithMinSize(100), "bytepool: MinSize 100 must be a power of two >= 8"},
-		{bytepool.WithMinSize(4), "bytepool: MinSize 4 must be a power of two >= 8"},
-		{bytepool.WithMaxSize(3000), "bytepool: MaxSize 3000 must be a power of two"},
-		{bytepool.WithMaxSize(32), "bytepool: MaxSize 32 < MinSize 64"},
-		{bytepool.WithClassesPerDoubling(3), "bytepool: ClassesPerDoubling 3 must be a power of two between 1 and 64"},
-		{bytepool.WithClassesPerDoubling(16), "bytepool: MinSize 64 with ClassesPerDoubling 16 gives classes 4 bytes apart; need at least 8 (raise MinSize or lower ClassesPerDoubling)"},
-		{bytepool.WithShards(0), "bytepool: Shards 0 must be between 1 and 65536"},
-		{bytepool.WithPolicy(7), "bytepool: Policy 7 is neither Elastic nor Bounded"},
+		{bytepool.WithMinSize(100), "memkit/bytepool: MinSize 100 must be a power of two >= 8"},
+		{bytepool.WithMinSize(4), "memkit/bytepool: MinSize 4 must be a power of two >= 8"},
+		{bytepool.WithMaxSize(3000), "memkit/bytepool: MaxSize 3000 must be a power of two"},
+		{bytepool.WithMaxSize(32), "memkit/bytepool: MaxSize 32 < MinSize 64"},
+		{bytepool.WithClassesPerDoubling(3), "memkit/bytepool: ClassesPerDoubling 3 must be a power of two between 1 and 64"},
+		{bytepool.WithClassesPerDoubling(16), "memkit/bytepool: MinSize 64 with ClassesPerDoubling 16 gives classes 4 bytes apart; need at least 8 (raise MinSize or lower ClassesPerDoubling)"},
+		{bytepool.WithShards(0), "memkit/bytepool: Shards 0 must be between 1 and 65536"},
+		{bytepool.WithPolicy(7), "memkit/bytepool: Policy 7 is neither Elastic nor Bounded"},
 	} {
 		p, err := bytepool.New(tc.opt)
 		if p != nil || err == nil || err.Error() != tc.want {
@@ -79,7 +79,7 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		}
 	}
 	_, err := bytepool.New(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(1000))
-	if want := "bytepool: Budget 1000 must be between 64KiB and 128TiB"; err == nil || err.Error() != want {
+	if want := "memkit/bytepool: Budget 1000 must be between 64KiB and 128TiB"; err == nil || err.Error() != want {
 		t.Errorf("New(Bounded, Budget 1000) error = %v; want %q", err, want)
 	}
 }
@@ -295,7 +295,7 @@ func TestPool_Zeroing(t *testing.T) {
 	}
 	p.Put(b[:cap(b)]) // the whole capacity was written: put it back whole
 	c := p.Get(999)
-	if addr(c) != addr(b) {
+	if addr(c) != addr(b) && !checked.Enabled && !raceEnabled {
 		t.Fatal("buffer not reused")
 	}
 	for i, x := range c[:cap(c)] {
@@ -308,6 +308,9 @@ func TestPool_Zeroing(t *testing.T) {
 func TestPool_ZeroAllocs(t *testing.T) {
 	if checked.Enabled {
 		t.Skip("the checked build records every Get")
+	}
+	if raceEnabled {
+		t.Skip("sync.Pool drops a quarter of the buffers at random under the race detector, so Gets allocate")
 	}
 	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
 		for _, n := range []int{64, 512, 4096, 65536, 1 << 20} {
@@ -332,22 +335,6 @@ func TestPool_ZeroAllocs(t *testing.T) {
 	})
 }
 
-// waitDecays runs GC cycles until the pool's sentinel has run n more decay
-// passes. Finalizers run on their own goroutine after the cycle, so this
-// waits for them rather than assume; a minute without one is a failure.
-func waitDecays(t *testing.T, p *bytepool.Pool, n int) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	want := p.Decays() + uint64(n)
-	for p.Decays() < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("decay passes: %d of %d after a minute of GCs", p.Decays(), want)
-		}
-		runtime.GC()
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestElastic_RetentionDecaysAfterBurst(t *testing.T) {
 	p := mustNew(t)
 	const size, count = 64 << 10, 1024 // 64 MiB burst
@@ -359,25 +346,25 @@ func TestElastic_RetentionDecaysAfterBurst(t *testing.T) {
 		p.Put(b)
 	}
 	clear(bufs)
-	if s := readStats(p); s.ReservedBytes < size*count {
-		t.Fatalf("right after the burst, reserved %d < %d", s.ReservedBytes, size*count)
+	if s := readStats(p); s.ReservedBytes < size*count || s.Grows != count {
+		t.Fatalf("right after the burst: %v", &s)
 	}
-	waitDecays(t, p, 3)
-	s := readStats(p)
-	if s.ReservedBytes > size*count/10 {
-		t.Fatalf("after 3 GCs, reserved %d > 10%% of the %d-byte burst", s.ReservedBytes, size*count)
+	var ms runtime.MemStats
+	for range 3 {
+		runtime.GC()
 	}
+	runtime.ReadMemStats(&ms)
+	if !checked.Enabled && ms.HeapInuse > 64<<20/10+32<<20 {
+		t.Fatalf("after 3 GCs the heap holds %d bytes of a 64 MiB burst", ms.HeapInuse)
+	}
+	// The cleanups that count the buffers collected run after the cycle.
+	s := waitStats(t, p, func(s *memkit.Stats) bool { return s.ReservedBytes <= size*count/10 })
 	if s.Releases < count*9/10 {
 		t.Fatalf("Releases = %d; want at least %d", s.Releases, count*9/10)
 	}
-	// The pool still works, and a busy pool keeps its working set across a
-	// decay pass: it moves to the depot, where Get finds it.
+	// The pool still works.
 	b := p.Get(size)
 	p.Put(b)
-	p.Decay()
-	if c := p.Get(size); addr(c) != addr(b) {
-		t.Fatal("buffer used just before a decay pass was not reused after it")
-	}
 }
 
 func TestElastic_UnreachablePoolIsCollected(t *testing.T) {
@@ -541,7 +528,7 @@ func TestDefaultPool(t *testing.T) {
 	bytepool.Put(b)
 	var s memkit.Stats
 	bytepool.ReadStats(&s)
-	if s.Allocs < 1 || s.Frees < 1 || bytepool.Default().Policy() != bytepool.Elastic {
+	if s.Grows < 1 || s.ReservedBytes < 320 || bytepool.Default().Policy() != bytepool.Elastic {
 		t.Fatalf("default pool stats %+v", s)
 	}
 }
@@ -567,7 +554,7 @@ func TestCache_ReleaseFoldsStatsAndReturnsBuffers(t *testing.T) {
 				idle = row.IdleObjects
 			}
 		}
-		if idle < 100 {
+		if idle < 100 && !checked.Enabled { // else the quarantine holds them
 			t.Fatalf("512-byte class idle = %d after Release; want >= 100", idle)
 		}
 		// A buffer from a Cache can go back to the pool, and the other way.
@@ -582,7 +569,7 @@ func TestCache_ReleaseFoldsStatsAndReturnsBuffers(t *testing.T) {
 }
 
 func TestStats_String(t *testing.T) {
-	p := mustNew(t, bytepool.WithMaxSize(128), bytepool.WithClassesPerDoubling(1))
+	p := mustNew(t, bytepool.WithMaxSize(128), bytepool.WithClassesPerDoubling(1), bytepool.WithExactStats())
 	b := p.Get(100)
 	p.Put(p.Get(10))
 	s := readStats(p)

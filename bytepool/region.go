@@ -1,6 +1,8 @@
 package bytepool
 
 import (
+	"fmt"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -53,8 +55,19 @@ type cursor struct {
 	slabs int // slabs owned by the class
 }
 
-func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) *region {
+// maxBudget is the largest region a Bounded pool takes: 2^31 slabs of
+// 64 KiB, 128 TiB (on 32-bit platforms, what an int can hold).
+const maxBudget = int64(1<<(31+slabShift))*int64(bits.UintSize/64) + int64(1<<31-1)*int64(1-bits.UintSize/64)
+
+// newRegion reserves a region of size bytes, rounded down to whole slabs,
+// or returns an error if the machine cannot hold it: the region is one Go
+// heap object, and a Go heap allocation past the memory the system will
+// give ends the process rather than fail.
+func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region, error) {
 	nslabs := int(size >> slabShift)
+	if mem := machineMemory(); mem > 0 && uint64(nslabs)<<slabShift > mem {
+		return nil, fmt.Errorf("%sBudget %d is more than this machine's memory (%d bytes of RAM and swap): lower it", prefix, size, mem)
+	}
 	r := &region{
 		budget:   b,
 		mem:      make([]byte, nslabs<<slabShift),
@@ -73,7 +86,7 @@ func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) *region {
 		r.runBytes[c] = runBytes(size)
 		r.cursor[c].run = -1
 	}
-	return r
+	return r, nil
 }
 
 // runBytes is the size of the runs a class of size bytes takes: one slab up

@@ -116,3 +116,8 @@ func LockAny[S any, P Locker[S]](shards []S, h uintptr) (*S, uintptr) {
 		}
 	}
 }
+
+// Mix multiplies x by the Fibonacci hashing constant: its high bits are a
+// well-spread hash of x (take them with a right shift). Sampling by
+// address uses it, as [Hint] does.
+func Mix(x uintptr) uintptr { return x * hashMul }
