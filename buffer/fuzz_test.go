@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/memkit/memkit/buffer"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -493,8 +494,15 @@ func FuzzReader(f *testing.F) {
 // checked out (a double-free panic for a Free), and Len and the stats equal
 // to the model's counts. A memtest.Model checks that no two live buffers
 // overlap and that their bytes stay as written.
+//
+// Between the correct calls it makes the misuse table's mistakes (a write
+// through a closed *Buffer, a write through a view kept past Close into an
+// idle buffer, the Free of a copied Buffer in the checked build, a Truncate
+// past the length) and requires, after each step, that memkit either
+// panicked with its report or left every live buffer holding its bytes.
 func FuzzFixedPool(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 1, 10, 2, 0, 3, 0, 0, 1, 50, 2, 1})
+	f.Add([]byte{0, 0, 1, 0, 5, 2, 0, 0, 5, 1, 0, 3, 5, 0, 0, 0, 0, 0, 5, 0, 0})
 	f.Add([]byte{1, 0, 1, 100, 0, 1, 70, 2, 0, 3, 0, 4, 0, 0, 0, 0})
 	f.Add([]byte{5, 0, 0, 0, 0, 0, 2, 0, 2, 0, 3, 1, 4, 0, 2, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -517,9 +525,35 @@ func FuzzFixedPool(f *testing.F) {
 		var (
 			lives                              []*live
 			closed                             []*buffer.Buffer
+			views                              [][]byte // the storage of closed buffers, kept past Close
+			staleGrown                         = map[*buffer.Buffer]bool{}
 			hits, misses, expansions, refusals uint64
 			frees, bad                         uint64
 		)
+		// staleHeader picks a closed *Buffer, or nil if there is none or
+		// the one picked serves a live checkout again.
+		staleHeader := func() *buffer.Buffer {
+			if len(closed) == 0 {
+				return nil
+			}
+			b := closed[int(ops.Byte())%len(closed)]
+			for _, l := range lives {
+				if l.b == b {
+					return nil
+				}
+			}
+			return b
+		}
+		// liveShares reports whether a live checkout holds the storage
+		// of v.
+		liveShares := func(v []byte) bool {
+			for _, l := range lives {
+				if l.b.Cap() > 0 && memtest.Overlap(l.b.Bytes()[:l.b.Cap()], v) {
+					return true
+				}
+			}
+			return false
+		}
 		// reindex fixes blk indexes after memtest.Model.Remove moved the
 		// last block into a hole.
 		reindex := func(removed int) {
@@ -530,9 +564,13 @@ func FuzzFixedPool(f *testing.F) {
 			}
 		}
 		for step := 0; ops.More(); step++ {
-			switch ops.Byte() % 5 {
+			switch ops.Byte() % 6 {
 			case 0: // Checkout
-				b := p.Checkout()
+				var b *buffer.Buffer
+				if stop := mistake(t, step, m, func() { b = p.Checkout() }); stop {
+					return // a write after free was reported: the pool lost that buffer
+				}
+				delete(staleGrown, b) // a checkout resets a stale write's growth
 				l := &live{b: b, blk: -1}
 				liveHits := 0
 				for _, x := range lives {
@@ -603,22 +641,20 @@ func FuzzFixedPool(f *testing.F) {
 					}
 					reindex(l.blk)
 				}
+				view := l.b.Bytes()[:l.b.Cap()]
+				expanded := l.b.Owned()
 				if err := l.b.Close(); err != nil {
 					t.Fatalf("step %d: Close: %v", step, err)
 				}
 				frees++
 				lives = append(lives[:k], lives[k+1:]...)
 				closed = append(closed, l.b)
+				if !expanded && len(view) > 0 {
+					views = append(views, view)
+				}
 			case 3: // Close again a closed buffer, unless its header serves a live checkout
-				if len(closed) == 0 {
-					continue
-				}
-				b := closed[int(ops.Byte())%len(closed)]
-				reused := false
-				for _, l := range lives {
-					reused = reused || l.b == b
-				}
-				if reused {
+				b := staleHeader()
+				if b == nil {
 					continue
 				}
 				before := p.Len()
@@ -636,6 +672,45 @@ func FuzzFixedPool(f *testing.F) {
 			case 4:
 				if err := m.VerifyAll(); err != nil {
 					t.Fatalf("step %d: %v", step, err)
+				}
+			case 5: // a mistake of the misuse table
+				switch ops.Byte() % 4 {
+				case 0: // a write through a closed *Buffer no checkout uses
+					b := staleHeader()
+					if b == nil {
+						continue
+					}
+					mistake(t, step, m, func() { b.Write([]byte("stale")) })
+					switch {
+					case checked.Enabled: // StaleHandle, nothing changed
+					case strict:
+						refusals++
+					case !staleGrown[b]:
+						staleGrown[b] = true
+						expansions++
+					}
+				case 1: // a write through a view kept past Close, into an idle buffer
+					if len(views) == 0 {
+						continue
+					}
+					v := views[int(ops.Byte())%len(views)]
+					if liveShares(v) {
+						continue
+					}
+					v[int(ops.Byte())%len(v)] ^= 0x5a
+				case 2: // a Free of a copy of a live checkout (the release build does not catch it)
+					if !checked.Enabled || len(lives) == 0 {
+						continue
+					}
+					cp := new(buffer.Buffer)
+					*cp = *lives[int(ops.Byte())%len(lives)].b
+					mistake(t, step, m, func() { cp.Free() })
+				case 3: // Truncate past the length of a live checkout
+					if len(lives) == 0 {
+						continue
+					}
+					l := lives[int(ops.Byte())%len(lives)]
+					mistake(t, step, m, func() { l.b.Truncate(l.b.Len() + 1) })
 				}
 			}
 			liveHits := 0
@@ -1034,5 +1109,38 @@ func sameValue(got, want any) error {
 	default:
 		return fmt.Errorf("model value of type %T", want)
 	}
+	return nil
+}
+
+// mistake runs f, a step of a fuzz target that may make or meet a mistake
+// of the misuse table, and checks that it either returned or panicked as
+// memkit reports a mistake — a "memkit/buffer: " message, or a
+// *checked.Misuse — and that every live buffer of the model still holds
+// exactly its bytes. It reports whether the run must stop: after a write
+// after free, whose report leaves the pool one buffer short.
+func mistake(t *testing.T, step int, m *memtest.Model, f func()) (stop bool) {
+	t.Helper()
+	r := recovered(f)
+	if r != nil {
+		mu, isMisuse := r.(*checked.Misuse)
+		msg, isString := r.(string)
+		switch {
+		case isMisuse && mu.Allocator == "buffer":
+			stop = mu.Kind == checked.UseAfterFree
+		case isString && strings.HasPrefix(msg, "memkit/buffer: "):
+		default:
+			panic(r)
+		}
+	}
+	if err := m.VerifyAll(); err != nil {
+		t.Fatalf("step %d: after a mistake (panic %v): %v", step, r, err)
+	}
+	return stop
+}
+
+// recovered runs f and returns what it panicked with, or nil.
+func recovered(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
 	return nil
 }
