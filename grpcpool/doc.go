@@ -7,6 +7,14 @@
 //	srv := grpc.NewServer(p.ServerOption())                 // experimental.BufferPool(p)
 //	conn, _ := grpc.NewClient(addr, p.DialOption(), ...)    // experimental.WithBufferPool(p)
 //
+// gRPC's proto codec takes the buffer it marshals a whole message into, and
+// the one it gathers a received message into, from the process-wide default
+// pool, not from the server's or connection's: to pool those too (the
+// largest buffers gRPC takes), install p as the default as well, once, in an
+// init function:
+//
+//	experimental.SetDefaultBufferPool(p)
+//
 // It lives in a module of its own, so that memkit's core module stays free of
 // the gRPC dependency.
 //

@@ -2,6 +2,7 @@ package grpcpool_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -9,49 +10,86 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 )
 
-// rawCodec sends a *[]byte as the message bytes, so that the test service
-// needs no protoc. Unmarshal copies into the destination's own capacity.
-type rawCodec struct{}
+// rawCodec sends the message bytes as they are, so that the test service
+// needs no protoc, and takes its buffers from pool as gRPC's proto codec
+// takes them from mem.DefaultBufferPool: Marshal of a *[]byte copies it into
+// one pooled buffer of the message's size, Unmarshal into a *[]byte
+// materializes the received buffers into one pooled buffer and copies it
+// out. A *mem.BufferSlice instead keeps gRPC's received buffers and hands
+// them back to be sent: the server echoes without copying.
+type rawCodec struct{ pool mem.BufferPool }
 
 func (rawCodec) Name() string { return "memkit-raw" }
 
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
+func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if bs, ok := v.(*mem.BufferSlice); ok {
+		return *bs, nil // gRPC frees it once sent
+	}
+	b := *v.(*[]byte)
+	if mem.IsBelowBufferPoolingThreshold(len(b)) {
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	h := c.pool.Get(len(b))
+	copy(*h, b)
+	return mem.BufferSlice{mem.NewBuffer(h, c.pool)}, nil
 }
 
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	dst := v.(*[]byte)
-	n := data.Len()
-	if cap(*dst) < n {
-		*dst = make([]byte, n)
+func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if bs, ok := v.(*mem.BufferSlice); ok {
+		data.Ref() // keep the buffers past the return; Marshal passes them on
+		*bs = data
+		return nil
 	}
-	*dst = (*dst)[:n]
-	data.CopyTo(*dst)
+	buf := data.MaterializeToBuffer(c.pool)
+	defer buf.Free()
+	src := buf.ReadOnlyData()
+	dst := v.(*[]byte)
+	if cap(*dst) < len(src) {
+		*dst = make([]byte, len(src))
+	}
+	*dst = (*dst)[:len(src)]
+	copy(*dst, src)
 	return nil
 }
 
 const (
 	maxMsg      = 8 << 20
 	unaryMethod = "/memkit.Echo/Unary"
+	sizedMethod = "/memkit.Echo/Sized"
 	bidiMethod  = "/memkit.Echo/Stream"
 )
 
+// zeros backs the responses of Sized, read-only.
+var zeros = make([]byte, maxMsg)
+
 // echoDesc is a hand-written service: Unary echoes its request, Stream
-// echoes every message it receives.
+// echoes every message it receives, Sized answers a request holding a size n
+// (8 bytes, big-endian) with n bytes (grpc-go issue 8500's responses).
 var echoDesc = grpc.ServiceDesc{
 	ServiceName: "memkit.Echo",
 	HandlerType: (*any)(nil),
 	Methods: []grpc.MethodDesc{{
-		MethodName: "Unary",
+		MethodName: "Sized",
 		Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 			var in []byte
 			if err := dec(&in); err != nil {
 				return nil, err
 			}
-			return &in, nil
+			out := zeros[:binary.BigEndian.Uint64(in)]
+			return &out, nil
+		},
+	}, {
+		MethodName: "Unary",
+		Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			in := new(mem.BufferSlice)
+			if err := dec(in); err != nil {
+				return nil, err
+			}
+			return in, nil
 		},
 	}},
 	Streams: []grpc.StreamDesc{{
@@ -59,7 +97,7 @@ var echoDesc = grpc.ServiceDesc{
 		ServerStreams: true,
 		ClientStreams: true,
 		Handler: func(_ any, s grpc.ServerStream) error {
-			var in []byte
+			var in mem.BufferSlice
 			for {
 				if err := s.RecvMsg(&in); err != nil {
 					if errors.Is(err, io.EOF) {
@@ -75,25 +113,33 @@ var echoDesc = grpc.ServiceDesc{
 	}},
 }
 
-// startEcho starts the echo service on 127.0.0.1 with serverOpts and
-// returns a client connection made with dialOpts; both close at the end of
-// the test.
-func startEcho(tb testing.TB, serverOpts []grpc.ServerOption, dialOpts []grpc.DialOption) *grpc.ClientConn {
+// startEcho starts the echo service on 127.0.0.1 and returns a client
+// connection to it. With a nil pool both sides use gRPC's default pool;
+// otherwise both use pool, through experimental.BufferPool and
+// experimental.WithBufferPool, and the codec takes its buffers from it.
+// Server and connection close at the end of the test.
+func startEcho(tb testing.TB, pool mem.BufferPool) *grpc.ClientConn {
 	tb.Helper()
+	codec := rawCodec{pool: mem.DefaultBufferPool()}
+	var srvOpts []grpc.ServerOption
+	var dialOpts []grpc.DialOption
+	if pool != nil {
+		codec.pool = pool
+		srvOpts = append(srvOpts, experimental.BufferPool(pool))
+		dialOpts = append(dialOpts, experimental.WithBufferPool(pool))
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := grpc.NewServer(append([]grpc.ServerOption{
-		grpc.ForceServerCodecV2(rawCodec{}), grpc.MaxRecvMsgSize(maxMsg), grpc.MaxSendMsgSize(maxMsg),
-	}, serverOpts...)...)
+	srv := grpc.NewServer(append(srvOpts,
+		grpc.ForceServerCodecV2(codec), grpc.MaxRecvMsgSize(maxMsg), grpc.MaxSendMsgSize(maxMsg))...)
 	srv.RegisterService(&echoDesc, struct{}{})
 	go srv.Serve(lis)
-	conn, err := grpc.NewClient(lis.Addr().String(), append([]grpc.DialOption{
+	conn, err := grpc.NewClient(lis.Addr().String(), append(dialOpts,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{}),
-			grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)),
-	}, dialOpts...)...)
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec),
+			grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)))...)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package grpcpool_test
+
+const raceEnabled = false
