@@ -282,10 +282,11 @@ func (m *arenaModel) mistake(ops *memtest.Ops, kind byte) error {
 			if c.refs > 0 || c.in == 0 {
 				continue
 			}
-			got := panicValue(func() { m.a.DecRef(c.buf) })
+			call := func() { m.a.DecRef(c.buf) }
 			if k&1 != 0 {
-				got = panicValue(func() { m.a.LocDecRef(c.loc) })
+				call = func() { m.a.LocDecRef(c.loc) }
 			}
+			got := panicValue(call)
 			if !panicIs(got, panicChainedOnly, checked.DoubleFree) {
 				return fmt.Errorf("DecRef of a chunk only chains hold: panic %q", got)
 			}
