@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/grpcpool"
+	"github.com/memkit/memkit/grpcpool/grpctest"
 	"github.com/memkit/memkit/stats"
 	"google.golang.org/grpc"
 )
@@ -49,7 +50,7 @@ func TestPool_GetLengthsAndLockedCapacity(t *testing.T) {
 func TestPool_RealServerAndClient(t *testing.T) {
 	bp, _ := bytepool.New(bytepool.WithMaxSize(grpcpool.DefaultMaxSize))
 	p, _ := grpcpool.New(grpcpool.WithBytePool(bp))
-	conn := startEcho(t, p)
+	conn := grpctest.Start(t, p)
 	sizes := []int{1 << 10, 3000, 16 << 10, 100_000, 1 << 20, 4 << 20}
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -60,8 +61,8 @@ func TestPool_RealServerAndClient(t *testing.T) {
 			var out []byte
 			for k, n := range sizes {
 				in := make([]byte, n)
-				fill(in, g*100+k)
-				if err := conn.Invoke(ctx, unaryMethod, &in, &out); err != nil {
+				grpctest.Fill(in, g*100+k)
+				if err := conn.Invoke(ctx, grpctest.UnaryMethod, &in, &out); err != nil {
 					t.Errorf("unary %d: %v", n, err)
 					return
 				}
@@ -69,7 +70,7 @@ func TestPool_RealServerAndClient(t *testing.T) {
 					t.Errorf("unary %d: the echo differs", n)
 				}
 			}
-			stream, err := conn.NewStream(ctx, &echoDesc.Streams[0], bidiMethod)
+			stream, err := conn.NewStream(ctx, grpctest.StreamDesc, grpctest.StreamMethod)
 			if err != nil {
 				t.Error(err)
 				return
@@ -77,7 +78,7 @@ func TestPool_RealServerAndClient(t *testing.T) {
 			for k := 0; k < 2*len(sizes); k++ {
 				n := sizes[(k+g)%len(sizes)]
 				in := make([]byte, n)
-				fill(in, 1000+g*100+k)
+				grpctest.Fill(in, 1000+g*100+k)
 				if err := stream.SendMsg(&in); err != nil {
 					t.Errorf("stream send %d: %v", n, err)
 					return
