@@ -2,10 +2,12 @@ package buffer
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/shard"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -128,7 +130,10 @@ type fixedShard struct {
 func (s *fixedShard) TryLock() bool { return s.mu.TryLock() }
 
 // NewFixedPool reserves count buffers of size bytes and returns the pool,
-// or an error naming the bad parameter or option. It reads [WithOverflow],
+// or an error naming the bad parameter or option, or saying that the
+// system cannot give count×size bytes now (asked with one mapping given
+// straight back, so that the runtime's fatal "out of memory" never ends
+// the process here). It reads [WithOverflow],
 // [WithBytePool] (the storage of expanded buffers, default: the default
 // Pool's), [WithBudget] and [WithBudgetAlert].
 func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
@@ -151,6 +156,13 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 	}
 	if err := cfg.budgetErr(); err != nil {
 		return nil, err
+	}
+	// The storage and the slots are two allocations the runtime would
+	// end the process over if the system refused them: ask first.
+	slotBytes := uint64(unsafe.Sizeof(fixedSlot{}))
+	if need := uint64(count)*uint64(stride) + uint64(count)*slotBytes; need > uint64(maxInt) || !sysmem.Available(need) {
+		return nil, errorf("count %d × size %d needs %d bytes with its bookkeeping, more than the system can give now; use fewer or smaller buffers",
+			count, size, need)
 	}
 	grow := Default()
 	if cfg.bytes != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -472,6 +474,26 @@ func TestFixedPool_ClosesUnderGCReportNoFalseDoubleFree(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestNewFixedPool_SizesTheMachineCannotServe asks for pools past what any
+// machine, or this one, can give: an error, never the runtime's fatal "out
+// of memory" or a makeslice panic (issue 13, case 6).
+func TestNewFixedPool_SizesTheMachineCannotServe(t *testing.T) {
+	if bits.UintSize < 64 {
+		t.Skip("the sizes overflow an int on 32-bit platforms, tested above")
+	}
+	big := int(uint64(1) << 50 & uint64(^uint(0)>>1)) // 2^50 on 64-bit platforms
+	cases := [][2]int{{1 << 30, 1 << 20}, {1<<31 - 1, 1 << 30}, {1, big}}
+	if mode, err := os.ReadFile("/proc/sys/vm/overcommit_memory"); runtime.GOOS == "linux" && err == nil && strings.TrimSpace(string(mode)) != "1" {
+		cases = append(cases, [2]int{1 << 20, 1 << 20}) // 1 TiB: more than RAM and swap
+	}
+	for _, c := range cases {
+		p, err := buffer.NewFixedPool(c[0], c[1])
+		if p != nil || err == nil || !strings.Contains(err.Error(), "more than the system can give now") {
+			t.Errorf("NewFixedPool(%d, %d) = %v, %v", c[0], c[1], p, err)
+		}
+	}
 }
 
 // TestFixedPool_StaleWriteDoesNotLendTheSlotToBytepool writes through a
