@@ -7,7 +7,6 @@ import (
 
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/offheap"
-	"github.com/memkit/memkit/stats"
 )
 
 // Allocator is a binary buddy allocator over one region of memory.
@@ -46,6 +45,8 @@ type Allocator struct {
 	failures uint64
 	badFrees uint64
 
+	pub published // what ReadStats shows other goroutines (see stats.go)
+
 	offHeap bool
 	closed  bool
 
@@ -60,6 +61,7 @@ type order struct {
 	nfree  int32 // free blocks on the list
 	allocs uint64
 	frees  uint64
+	pub    orderRow // published copy of the three, for ReadStats
 }
 
 const (
@@ -190,6 +192,7 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 	}
 	if n > a.size {
 		a.failures++
+		a.publishAll()
 		return nil, ErrNoSpace
 	}
 	k := a.order(n)
@@ -205,6 +208,9 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 		a.push(i+1<<uint(j), j)
 	}
 	b := a.handOut(i, k, n)
+	if c := a.orders[k].allocs; c%checkEvery == 0 {
+		a.maybePublish(k, c)
+	}
 	if checked.Enabled {
 		a.checkOut(b, n)
 	}
@@ -234,8 +240,10 @@ func (a *Allocator) allocSlow(n, k int) ([]byte, error) {
 	a.coalesce()
 	if a.nonEmpty>>uint(k) == 0 {
 		a.failures++
+		a.publishAll()
 		return nil, ErrNoSpace
 	}
+	a.publishAll()
 	return a.Alloc(n)
 }
 
@@ -277,7 +285,7 @@ func (a *Allocator) Free(b []byte) {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
 	off := p - a.base
 	if off >= uintptr(a.size) || off&uintptr(a.minBlock-1) != 0 {
-		a.badFrees++
+		a.countBadFree()
 		panic(errForeign)
 	}
 	i := int32(off >> a.minShift)
@@ -293,6 +301,9 @@ func (a *Allocator) Free(b []byte) {
 		a.push(i, k)
 	} else {
 		a.merge(i, k)
+	}
+	if o.frees%checkEvery == 0 {
+		a.maybePublish(k, o.frees)
 	}
 	if a.alert != nil {
 		a.alert.release(int64(a.minBlock) << uint(k))
@@ -320,7 +331,7 @@ func (a *Allocator) merge(i int32, k int) {
 // the block). It searches the orders for the block holding i: O(orders),
 // paid only on the way to a panic.
 func (a *Allocator) badFree(i int32) {
-	a.badFrees++
+	a.countBadFree()
 	for k := 0; k <= a.top; k++ {
 		h := i &^ (1<<uint(k) - 1)
 		if st := a.state[h]; st != 0 && int(st&orderMask) >= k {
@@ -353,6 +364,7 @@ func (a *Allocator) Close() error {
 	mem := a.mem
 	a.mem = nil
 	a.base = ^uintptr(0) - uintptr(a.size) // every Free is now foreign
+	a.publishAll()
 	if a.offHeap {
 		return offheap.Free(mem)
 	}
@@ -376,61 +388,4 @@ func (a *Allocator) BlockSize(n int) int {
 		return n
 	}
 	return a.minBlock << uint(a.order(n))
-}
-
-// ReadStats fills *s with a snapshot and a row per order, smallest first:
-// a row's Size is the block size, LiveObjects the blocks handed out,
-// IdleObjects the free blocks of that order, ReservedBytes both together.
-// The rows' ReservedBytes add up to the region; InUseBytes counts blocks at
-// their rounded size, and FreeBytes is the rest of the region. LargestFree
-// is the block size of the largest order with a free block: free buddies
-// kept apart by lazy merging (see the package documentation) count as two
-// blocks until an Alloc that needs them merged merges them, so
-// [stats.Stats.Fragmentation] may overstate how scattered the free memory
-// is by up to those pairs. Grows is 1 (the region), Releases 1 once
-// closed, when FreeBytes and LargestFree are 0. It costs O(orders) and
-// does not allocate once s.Classes has room for every order.
-func (a *Allocator) ReadStats(s *stats.Stats) {
-	s.Reset()
-	s.Classes = a.AppendClassStats(s.Classes)
-	for k := range a.orders {
-		o := &a.orders[k]
-		s.Allocs += o.allocs
-		s.Frees += o.frees
-		s.InUseBytes += (o.allocs - o.frees) * (uint64(a.minBlock) << uint(k))
-	}
-	s.LiveObjects = s.Allocs - s.Frees
-	s.Failures = a.failures
-	s.BadFrees = a.badFrees
-	s.Grows = 1
-	if !a.closed {
-		s.ReservedBytes = uint64(a.size)
-		s.FreeBytes = s.ReservedBytes - s.InUseBytes
-		if a.nonEmpty != 0 {
-			s.LargestFree = uint64(a.minBlock) << uint(bits.Len64(a.nonEmpty)-1)
-		}
-	} else {
-		s.Releases = 1
-	}
-}
-
-// AppendClassStats appends a row per order, smallest first, to dst and
-// returns it.
-func (a *Allocator) AppendClassStats(dst []stats.ClassStats) []stats.ClassStats {
-	for k := range a.orders {
-		o := &a.orders[k]
-		size := uint64(a.minBlock) << uint(k)
-		live := o.allocs - o.frees
-		idle := uint64(o.nfree)
-		dst = append(dst, stats.ClassStats{
-			Size:          size,
-			InUseBytes:    live * size,
-			ReservedBytes: (live + idle) * size,
-			LiveObjects:   live,
-			IdleObjects:   idle,
-			Allocs:        o.allocs,
-			Frees:         o.frees,
-		})
-	}
-	return dst
 }

@@ -31,7 +31,9 @@ func mustAlloc(t testing.TB, a *buddy.Allocator, n int) []byte {
 	return b
 }
 
+// readStats reads the stats as the owner would, publishing first.
 func readStats(a *buddy.Allocator) memkit.Stats {
+	a.PublishStats()
 	var s memkit.Stats
 	a.ReadStats(&s)
 	return s

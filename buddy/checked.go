@@ -83,19 +83,19 @@ func (a *Allocator) checkFree(b []byte) {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
 	rec := a.tr.Lookup(p)
 	if rec == nil {
-		a.badFrees++
+		a.countBadFree()
 		panic(a.badFreeChecked(p))
 	}
 	size := a.BlockSize(rec.Size)
 	if cap(b) > size {
-		a.badFrees++
+		a.countBadFree()
 		panic(misuse("Free", checked.MovedFree, p, rec, fmt.Sprintf(
 			"its capacity is %d, larger than its block of %d", cap(b), size)))
 	}
 	blk := a.blockAt(p, size)
 	from := max(rec.Size, len(b))
 	if i := checked.FirstNot(blk[from:], checked.GuardByte); i >= 0 {
-		a.badFrees++
+		a.countBadFree()
 		panic(misuse("Free", checked.Overflow, p, rec, fmt.Sprintf(
 			"byte %d of the %d-byte block, past the length %d, is %#x, not the guard byte %#x",
 			from+i, size, from, blk[from+i], checked.GuardByte)))

@@ -53,6 +53,7 @@ func ExampleAllocator_Alloc() {
 func ExampleAllocator_ReadStats() {
 	a, _ := buddy.New(1024, 256)
 	b, _ := a.Alloc(200)
+	a.PublishStats() // figures as of now, for ReadStats on any goroutine
 	var s memkit.Stats
 	a.ReadStats(&s) // reuse s: later calls do not allocate
 	fmt.Print(s.String())

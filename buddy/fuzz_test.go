@@ -108,6 +108,7 @@ func FuzzAllocator(f *testing.F) {
 			}
 		}
 		var s memkit.Stats
+		a.PublishStats()
 		a.ReadStats(&s)
 		if s.Allocs != allocs || s.Frees != frees || s.Failures != failures || s.BadFrees != bad ||
 			s.LiveObjects != uint64(len(m.Live)) || s.InUseBytes != uint64(inUse) || s.ReservedBytes != uint64(size) {
@@ -121,6 +122,7 @@ func FuzzAllocator(f *testing.F) {
 		// Once every free pair is merged, the largest free block is the
 		// largest aligned block the model has free.
 		a.Coalesce()
+		a.PublishStats()
 		a.ReadStats(&s)
 		if s.LargestFree != uint64(largestFree(m, a)) || s.FreeBytes != uint64(size-inUse) {
 			t.Fatalf("after Coalesce: stats %v\nmodel: free %d, largest aligned free block %d", &s, size-inUse, largestFree(m, a))

@@ -65,6 +65,7 @@ func BenchmarkAllocator_Loop8KiB(b *testing.B) {
 		a.Free(p)
 	}
 	var s memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&s)
 	b.ReportMetric(float64(s.ReservedBytes), "reserved-B")
 }
@@ -102,6 +103,7 @@ func BenchmarkAllocator_Random(b *testing.B) {
 		i++
 	}
 	var s memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&s)
 	b.ReportMetric(float64(s.ReservedBytes)/float64(liveBytes), "reserved/live")
 	b.ReportMetric(float64(s.ReservedBytes)/float64(peak), "reserved/peak-live")

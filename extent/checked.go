@@ -144,7 +144,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 	e := p + uintptr(len(b))
 	id := a.blockOf(p, e)
 	if id < 0 || e < p {
-		a.badFrees++
+		a.badFree()
 		panic(d.badRange(a, op, p, e, p))
 	}
 	// Walk the segments [p, e) covers; end is where the freed range ends,
@@ -154,7 +154,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 	for cur < e {
 		x := d.segAt(cur)
 		if x == 0 {
-			a.badFrees++
+			a.badFree()
 			panic(d.badRange(a, op, p, e, cur))
 		}
 		s := d.segs.nodes[x]
@@ -171,7 +171,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 		case e == to:
 			end = g
 		case e < g:
-			a.badFrees++
+			a.badFree()
 			panic(misuse(op, checked.ForeignFree, p, d.tr.Lookup(s.start), fmt.Sprintf(
 				"the range ends %d bytes into the guard bytes after the allocation ending at %#x", e-to, to)))
 		default:
@@ -187,7 +187,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 		}
 		guard := blk.mem[ae-blk.base:][:guardTail]
 		if i := checked.FirstNot(guard, checked.GuardByte); i >= 0 {
-			a.badFrees++
+			a.badFree()
 			rec := d.tr.Lookup(pc.seg)
 			panic(misuse(op, checked.Overflow, pc.seg, rec, fmt.Sprintf(
 				"guard byte %d after the allocation ending at %#x is %#x, not %#x: written past the end",
@@ -217,7 +217,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 	checked.Fill(blk.mem[p-blk.base:end-blk.base], checked.PoisonByte)
 	a.hot -= a.hot >> hotDecay
 	a.freeRange(p, end, id)
-	a.frees++
+	a.freed()
 }
 
 // badRange returns the report of a Free by op of [p, e) whose byte at cur

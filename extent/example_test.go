@@ -23,6 +23,7 @@ func Example() {
 	a.Free(part3)
 
 	var s memkit.Stats
+	a.PublishStats() // figures as of now, for ReadStats on any goroutine
 	a.ReadStats(&s)
 	// Coalesced into one range: the largest free range is all free memory.
 	fmt.Println(s.FreeBytes, s.LargestFree, s.Fragmentation())
@@ -58,6 +59,7 @@ func ExampleAllocator_FreeRest() {
 	pkt = a.FreeRest(pkt, n)             // keep n bytes, free the other 1484
 	fmt.Printf("%q %d\n", pkt, cap(pkt))
 	var s memkit.Stats
+	a.PublishStats() // figures as of now, for ReadStats on any goroutine
 	a.ReadStats(&s)
 	fmt.Println("in use", s.InUseBytes)
 	// Output:
@@ -77,6 +79,7 @@ func ExampleAllocator_Borrow() {
 		a.Recycle() // scratch and key must not be used after this
 	}
 	var s memkit.Stats
+	a.PublishStats() // figures as of now, for ReadStats on any goroutine
 	a.ReadStats(&s)
 	fmt.Println("allocs", s.Allocs, "in use", memkit.FormatBytes(s.InUseBytes)) // one 64 KiB chunk, reused
 	// Output: allocs 0 in use 64KiB
@@ -89,6 +92,7 @@ func ExampleAllocator_TryMalloc() {
 	fmt.Println(errors.Is(err, extent.ErrNoSpace))
 	c := a.Malloc(200) // Malloc falls back to the heap instead
 	var s memkit.Stats
+	a.PublishStats() // figures as of now, for ReadStats on any goroutine
 	a.ReadStats(&s)
 	fmt.Println("fallbacks", s.HeapFallbacks, "failures", s.Failures)
 	a.Free(b)
@@ -170,6 +174,7 @@ func ExampleRecyclable() {
 	fmt.Println(frame.Len())
 	frame.Recycle() // frees both pieces
 	var s memkit.Stats
+	a.PublishStats() // figures as of now, for ReadStats on any goroutine
 	a.ReadStats(&s)
 	fmt.Println("in use", s.InUseBytes)
 	// Output:

@@ -8,7 +8,6 @@ import (
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/offheap"
-	"github.com/memkit/memkit/stats"
 )
 
 // Allocator is an exact-size range allocator over blocks of memory, with
@@ -71,6 +70,8 @@ type Allocator struct {
 
 	alert *budget.Budget // WithBudgetAlert: charged per block, no limit
 	dbg   *debugState    // checked build only
+
+	pub published // what ReadStats shows other goroutines (see stats.go)
 }
 
 // recentCap bounds the front cache: few enough that scanning it costs a
@@ -206,8 +207,9 @@ func (a *Allocator) takeRecent(i, n int) []byte {
 	a.nRecent = last
 	a.gain = min(a.gain+8, 64)
 	a.free -= uint64(n)
-	a.noteUse()
 	a.allocs++
+	a.noteUse()
+	a.counted()
 	return unsafe.Slice((*byte)(ptr), n)
 }
 
@@ -273,6 +275,7 @@ func (a *Allocator) take(x int32, n int) []byte {
 	}
 	a.free -= uint64(n)
 	a.noteUse()
+	a.counted()
 	return blk.mem[off : off+n : off+n]
 }
 
@@ -285,7 +288,7 @@ func (a *Allocator) mallocSlow(n int, fallback bool) ([]byte, error) {
 		left := lim - int64(a.reserved-a.heapRes)
 		if left < int64(n) {
 			if !fallback {
-				a.failures++
+				a.failed()
 				return nil, ErrNoSpace
 			}
 			return a.heapFallback(n), nil
@@ -296,7 +299,7 @@ func (a *Allocator) mallocSlow(n int, fallback bool) ([]byte, error) {
 	if err != nil {
 		// The OS refused: treat it as the budget being used up.
 		if !fallback {
-			a.failures++
+			a.failed()
 			return nil, ErrNoSpace
 		}
 		return a.heapFallback(n), nil
@@ -307,7 +310,9 @@ func (a *Allocator) mallocSlow(n int, fallback bool) ([]byte, error) {
 	a.t.insert(a.slots[id].base, a.slots[id].end(), id)
 	a.free += uint64(size)
 	a.allocs++
-	return a.take(a.t.find(a.slots[id].base), n), nil
+	b := a.take(a.t.find(a.slots[id].base), n)
+	a.publish()
+	return b, nil
 }
 
 // nextBlockSize is the size of the next block to hold a request of n bytes.
@@ -355,6 +360,7 @@ func (a *Allocator) heapFallback(n int) []byte {
 	a.allocs++
 	a.fallbacks++
 	a.noteUse()
+	a.publish()
 	return a.slots[id].mem
 }
 
@@ -406,6 +412,7 @@ func (a *Allocator) dropBlock(id, x int32) {
 		a.hint, a.hintLo, a.hintHi = -1, 1, 0
 	}
 	a.releases++
+	a.publish()
 	if a.cfg.offHeap && !blk.fallback {
 		// Unmapping a mapping offheap gave us cannot fail but for an OS
 		// error, which leaves the mapping in place: nothing to undo here.
@@ -471,12 +478,12 @@ func (a *Allocator) Free(b []byte) {
 	id := a.hint // never a heap fallback block
 	if p < a.hintLo || e > a.hintHi || e < p {
 		if id = a.blockOfSlow(p, e); id < 0 || e < p {
-			a.badFrees++
+			a.badFree()
 			panic(errForeign)
 		}
 		if a.slots[id].fallback {
 			a.freeRange(p, e, id)
-			a.frees++
+			a.freed()
 			return
 		}
 	}
@@ -484,7 +491,7 @@ func (a *Allocator) Free(b []byte) {
 	// makes: against the cached ranges and against the index.
 	for i := range a.nRecent {
 		if r := &a.recent[i]; p < r.end && r.start < e {
-			a.badFrees++
+			a.badFree()
 			panic(errDoubleFree)
 		}
 	}
@@ -495,14 +502,14 @@ func (a *Allocator) Free(b []byte) {
 		// whether that has changed.
 		if a.probe++; a.probe%16 != 0 {
 			a.freeRange(p, e, id)
-			a.frees++
+			a.freed()
 			return
 		}
 	}
 	t := &a.t
 	pred, succ := t.around(p)
 	if pred != 0 && t.nodes[pred].end > p || succ != 0 && t.nodes[succ].start < e {
-		a.badFrees++
+		a.badFree()
 		panic(errDoubleFree)
 	}
 	if a.nRecent == recentCap {
@@ -518,7 +525,7 @@ func (a *Allocator) Free(b []byte) {
 	a.nRecent++
 	a.gain--
 	a.free += uint64(e - p)
-	a.frees++
+	a.freed()
 }
 
 // freeRange puts [p, e) of block id back in the index, merged with the
@@ -527,7 +534,7 @@ func (a *Allocator) freeRange(p, e uintptr, id int32) {
 	t := &a.t
 	pred, succ := t.around(p)
 	if pred != 0 && t.nodes[pred].end > p || succ != 0 && t.nodes[succ].start < e {
-		a.badFrees++
+		a.badFree()
 		panic(errDoubleFree)
 	}
 	blk := &a.slots[id]
@@ -574,6 +581,34 @@ func (a *Allocator) noteUse() {
 	u := a.reserved - a.free
 	a.peak = max(a.peak, u)
 	a.hot = max(a.hot, u)
+}
+
+// counted publishes the stats when due after a Malloc that counted itself
+// in allocs.
+func (a *Allocator) counted() {
+	if a.allocs%checkEvery == 0 {
+		a.maybePublish(a.allocs)
+	}
+}
+
+// freed counts a Free, and publishes the stats when due.
+func (a *Allocator) freed() {
+	a.frees++
+	if a.frees%checkEvery == 0 {
+		a.maybePublish(a.frees)
+	}
+}
+
+// failed counts a failed TryMalloc and publishes it.
+func (a *Allocator) failed() {
+	a.failures++
+	a.publish()
+}
+
+// badFree counts a bad free and publishes it, before the caller panics.
+func (a *Allocator) badFree() {
+	a.badFrees++
+	a.publish()
 }
 
 // hotDecay is the recent peak's decay: it loses 1/2^hotDecay of itself
@@ -690,6 +725,7 @@ func (a *Allocator) Trim() int {
 		released += int(size)
 	}
 	a.peak = a.reserved - a.free
+	a.publish()
 	return released
 }
 
@@ -714,38 +750,5 @@ func (a *Allocator) Close() {
 	a.recent, a.nRecent, a.gain = [recentCap]span{}, 0, 0
 	a.bChunk, a.bOff, a.bOld = nil, 0, nil
 	a.reserved, a.heapRes, a.free, a.peak, a.hot, a.lastGrow = 0, 0, 0, 0, 0, 0
-}
-
-// ReadStats fills *s with a snapshot. ReservedBytes is the bytes of all
-// blocks (heap fallbacks included), InUseBytes those not in free ranges
-// (Borrow's chunks count as in use), and FreeBytes their difference, the
-// bytes in free ranges. LargestFree is the longest free range, the largest
-// Malloc served without reserving a block, so [stats.Stats.Fragmentation]
-// is near 0 when the free memory is in few long ranges and near 1 when it
-// is scattered in short ones. Allocs counts Malloc and TryMalloc calls that
-// returned memory and Frees counts Free and FreeRest calls, so LiveObjects,
-// Allocs-Frees floored at 0, is exact only when every allocation is freed
-// by one call; partial frees make it undercount. Grows and Releases count
-// blocks reserved and given back. There are no class rows. It costs O(1)
-// but for merging the front cache's ranges (at most 8) into the free-range
-// index first, work a later Free or Malloc would do otherwise (see Free),
-// and it does not allocate but as that merging may, like a Free: not once
-// the index has held as many ranges before.
-func (a *Allocator) ReadStats(s *stats.Stats) {
-	a.flushRecent() // so that LargestFree sees merged ranges
-	s.Reset()
-	s.ReservedBytes = a.reserved
-	s.InUseBytes = a.reserved - a.free
-	s.FreeBytes = a.free
-	s.LargestFree = uint64(a.t.nodes[a.t.root].max)
-	s.Allocs = a.allocs
-	s.Frees = a.frees
-	if a.allocs > a.frees {
-		s.LiveObjects = a.allocs - a.frees
-	}
-	s.HeapFallbacks = a.fallbacks
-	s.Failures = a.failures
-	s.Grows = a.grows
-	s.Releases = a.releases
-	s.BadFrees = a.badFrees
+	a.publish()
 }

@@ -21,7 +21,11 @@ func mustNew(t testing.TB, opts ...extent.Option) *extent.Allocator {
 	return a
 }
 
+// readStats reads the stats as the owner would, publishing first.
 func readStats(a interface{ ReadStats(*memkit.Stats) }) memkit.Stats {
+	if o, ok := a.(*extent.Allocator); ok {
+		o.PublishStats()
+	}
 	var s memkit.Stats
 	a.ReadStats(&s)
 	return s

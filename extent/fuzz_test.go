@@ -223,6 +223,7 @@ func FuzzAllocator(f *testing.F) {
 			held += uint64(len(c))
 		}
 		var s memkit.Stats
+		a.PublishStats()
 		a.ReadStats(&s)
 		if s.InUseBytes != held || s.FreeBytes != s.ReservedBytes-held || s.Allocs != allocs ||
 			s.Frees != frees || s.BadFrees != bad || s.Failures != fails {
@@ -243,6 +244,7 @@ func FuzzAllocator(f *testing.F) {
 		a.Recycle()
 		a.Trim()
 		a.Trim()
+		a.PublishStats()
 		a.ReadStats(&s)
 		chunk := uint64(0)
 		if cs := a.BorrowChunks(); len(cs) > 0 {

@@ -102,9 +102,13 @@ func (s *Shared) Close() {
 	s.a.Close()
 }
 
-// ReadStats is [Allocator.ReadStats] under the lock.
+// ReadStats fills *st with a snapshot of exact figures: it publishes them
+// under the lock, as [Allocator.PublishStats] does, and reads them.
 func (s *Shared) ReadStats(st *stats.Stats) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.a.ReadStats(st)
+	s.a.PublishStats()
+	s.mu.Unlock()
+	var v [nPub]uint64
+	s.a.pub.load(&v)
+	fill(st, &v)
 }
