@@ -9,7 +9,6 @@ require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/schollz/progressbar/v3 v3.19.0
 	github.com/valyala/bytebufferpool v1.0.0
-	golang.org/x/image v0.30.0
 	gonum.org/v1/plot v0.17.0
 	google.golang.org/grpc v1.80.0
 )
@@ -32,9 +31,11 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/memkit/memkit/grpcpool v0.1.0
 	github.com/memkit/memkit/prom v0.1.0
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/term v0.40.0
 	golang.org/x/text v0.33.0 // indirect

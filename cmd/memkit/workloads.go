@@ -32,6 +32,8 @@ var workloadDocs = map[string]string{
 	"BufferCheckoutParallel": "BufferCheckout on every P at once",
 	"BufferGetWriteFree":     "get a growable buffer, write 1000 bytes, free it: buffer.Get beside bytebufferpool and sync.Pool",
 	"BufferReader":           "one read operation of buffer.Reader over 1KiB segments, beside bytes.Reader",
+	"GRPC":                   "one RPC through a real gRPC server and client on loopback, with grpcpool or gRPC's default buffer pool",
+	"GRPCGrowIdle":           "grpc-go issue 8500: responses growing 1MiB-4MiB, then idle GC cycles: GC work and heap kept, not speed",
 }
 
 // family is a workload's name up to its first "/": GetPut of GetPut/size=4KiB.
