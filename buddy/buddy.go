@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/offheap"
 )
 
@@ -71,6 +72,9 @@ const (
 
 	// lazyReserve is how many free blocks an order keeps unmerged.
 	lazyReserve = 4
+
+	// bookkeeping is the bytes of state, next and prev per minBlock.
+	bookkeeping = 9
 )
 
 const (
@@ -83,10 +87,16 @@ const (
 // is minBlock bytes, or an error naming the invalid argument. Both must be
 // powers of two, minBlock at least 8 and at most size, and size/minBlock at
 // most 2^30. The region is reserved at once: on the Go heap, or off it
-// [WithOffHeap].
+// [WithOffHeap]. New returns an error rather than reserve more than the
+// system can provide now (the region plus 9 bytes per minBlock of
+// bookkeeping on the Go heap; see internal/sysmem), and when an off-heap
+// mapping is refused.
 func New(size, minBlock int, opts ...Option) (*Allocator, error) {
 	var cfg config
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("buddy: option %d of %d is nil", i+1, len(opts))
+		}
 		o(&cfg)
 	}
 	if minBlock < 8 || minBlock&(minBlock-1) != 0 {
@@ -101,11 +111,20 @@ func New(size, minBlock int, opts ...Option) (*Allocator, error) {
 	if cfg.alertFn != nil && (cfg.alertAt <= 0 || cfg.alertAt > int64(size)) {
 		return nil, fmt.Errorf("buddy: BudgetAlert threshold %d must be between 1 and size %d", cfg.alertAt, size)
 	}
+	n := size / minBlock
+	// The bookkeeping, and the region unless it is off the heap, come from
+	// make, which ends the process when the system refuses: ask first.
+	need := uint64(n) * bookkeeping
+	if !cfg.offHeap {
+		need += uint64(size)
+	}
+	if !sysmem.Available(need) {
+		return nil, fmt.Errorf("buddy: size %d with minBlock %d needs %d bytes of the Go heap, more than the system can provide: use a smaller size or a larger minBlock", size, minBlock, need)
+	}
 	mem, err := regionAlloc(size, cfg.offHeap)
 	if err != nil {
 		return nil, fmt.Errorf("buddy: region of %d bytes: %w", size, err)
 	}
-	n := size / minBlock
 	top := bits.TrailingZeros(uint(n))
 	a := &Allocator{
 		mem:      mem,

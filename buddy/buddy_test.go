@@ -88,6 +88,41 @@ func TestNew_TooManyBlocks(t *testing.T) {
 	}
 }
 
+// TestNew_MoreThanTheSystemCanProvide asks for regions no machine serves:
+// an error, not the runtime's fatal "out of memory" (issue 13, case 6).
+func TestNew_MoreThanTheSystemCanProvide(t *testing.T) {
+	if bits.UintSize == 32 {
+		t.Skip("the sizes do not fit in an int")
+	}
+	size := 1 << (bits.UintSize - 24) // 1<<40 on 64-bit
+	a, err := buddy.New(size, 1<<10)
+	if want := "buddy: size 1099511627776 with minBlock 1024 needs 1109175304192 bytes of the Go heap, more than the system can provide: use a smaller size or a larger minBlock"; a != nil || err == nil || err.Error() != want {
+		t.Fatalf("New(1<<40, 1<<10) = %v, %v; want nil, %q", a, err, want)
+	}
+	// Off the heap, the mapping is refused with an error, or granted: a
+	// kernel that overcommits maps it without backing it.
+	if a, err := buddy.New(size<<20, 1<<30, buddy.WithOffHeap()); err == nil {
+		_ = a.Close()
+	}
+}
+
+// TestNew_NilOptionAndAlertThreshold: a nil option and an alert threshold
+// <= 0 are errors naming them (issue 13, case 10).
+func TestNew_NilOptionAndAlertThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		opt  buddy.Option
+		want string
+	}{
+		{nil, "buddy: option 1 of 1 is nil"},
+		{buddy.WithBudgetAlert(0, func(int64, bool) {}), "buddy: BudgetAlert threshold 0 must be between 1 and size 4096"},
+		{buddy.WithBudgetAlert(-5, func(int64, bool) {}), "buddy: BudgetAlert threshold -5 must be between 1 and size 4096"},
+	} {
+		if a, err := buddy.New(4096, 64, tc.opt); a != nil || err == nil || err.Error() != tc.want {
+			t.Errorf("New = %v, %v; want nil, %q", a, err, tc.want)
+		}
+	}
+}
+
 func TestAllocator_AllocRoundsToPowerOfTwoAndLocksCapacity(t *testing.T) {
 	forEachSource(t, 1<<20, 64, func(t *testing.T, a *buddy.Allocator) {
 		whole := mustAlloc(t, a, 1<<20)

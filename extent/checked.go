@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // The checked build (-tags memkitdebug). Everything in this file runs only
@@ -96,6 +97,9 @@ func (d *debugState) verifyPoison(op string, b []byte) {
 func (a *Allocator) mallocChecked(op string, n int, fallback bool) ([]byte, error) {
 	if n <= 0 {
 		return a.mallocEmpty(n), nil
+	}
+	if !sysmem.Available(uint64(n)) {
+		return nil, a.tooLarge(n, fallback)
 	}
 	g := n + guardTail
 	if g < n {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/offheap"
 )
 
@@ -101,6 +102,9 @@ const (
 	errDoubleFree = "memkit/extent: double free"
 	errForeign    = "memkit/extent: foreign memory"
 	errKeep       = "memkit/extent: FreeRest keep out of range"
+	// errTooLargeFmt is the panic of a Malloc or Borrow of more bytes than
+	// the system can provide (see internal/sysmem), with the call and n.
+	errTooLargeFmt = "memkit/extent: %s of %d bytes: more than the system can provide"
 )
 
 func errorf(format string, args ...any) error { return fmt.Errorf("extent: "+format, args...) }
@@ -109,7 +113,10 @@ func errorf(format string, args ...any) error { return fmt.Errorf("extent: "+for
 // invalid option. It reserves no memory until the first Malloc.
 func New(opts ...Option) (*Allocator, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, errorf("option %d of %d is nil", i+1, len(opts))
+		}
 		o(&cfg)
 	}
 	if err := cfg.check(); err != nil {
@@ -136,7 +143,10 @@ func New(opts ...Option) (*Allocator, error) {
 // before a first-fit search it merges the front cache into the index. If no
 // free range fits, it reserves a new block, or past MaxTotal serves n bytes
 // from the Go heap (counted in Stats.HeapFallbacks). The memory is not
-// zeroed.
+// zeroed. A request the system cannot provide at all (see
+// internal/sysmem: more than the Go runtime serves, or more than the kernel
+// would map now) panics with "memkit/extent: Malloc of n bytes: more than
+// the system can provide" rather than let make end the process.
 func (a *Allocator) Malloc(n int) []byte {
 	if checked.Enabled {
 		b, _ := a.mallocChecked("Malloc", n, true)
@@ -233,7 +243,9 @@ func (a *Allocator) mallocEmpty(n int) []byte {
 
 // TryMalloc is Malloc without the heap fallback: when n does not fit in the
 // free ranges and a new block would pass MaxTotal, it returns [ErrNoSpace],
-// leaving the allocator unchanged but for Stats.Failures.
+// leaving the allocator unchanged but for Stats.Failures. It returns an
+// error wrapping ErrNoSpace too when the system cannot provide n bytes at
+// all, where Malloc panics.
 func (a *Allocator) TryMalloc(n int) ([]byte, error) {
 	if checked.Enabled {
 		return a.mallocChecked("TryMalloc", n, false)
@@ -282,6 +294,9 @@ func (a *Allocator) take(x int32, n int) []byte {
 // mallocSlow serves n bytes when no free range fits: from a new block, or,
 // past MaxTotal, from the heap (fallback) or not at all.
 func (a *Allocator) mallocSlow(n int, fallback bool) ([]byte, error) {
+	if !sysmem.Available(uint64(n)) {
+		return nil, a.tooLarge(n, fallback)
+	}
 	size := a.nextBlockSize(n)
 	if lim := a.cfg.maxTotal; lim != 0 && a.reserved-a.heapRes+uint64(size) > uint64(lim) {
 		// Shrink the block to what the budget has left, if n fits in it.
@@ -315,6 +330,17 @@ func (a *Allocator) mallocSlow(n int, fallback bool) ([]byte, error) {
 	return b, nil
 }
 
+// tooLarge refuses a request of n bytes that no block, and no heap
+// fallback, can hold (make would end the process): TryMalloc (fallback
+// false) gets the error it returns, Malloc panics.
+func (a *Allocator) tooLarge(n int, fallback bool) error {
+	if !fallback {
+		a.failed()
+		return fmt.Errorf("extent: %d bytes: %w", n, errTooLarge)
+	}
+	panic(fmt.Sprintf(errTooLargeFmt, "Malloc", n))
+}
+
 // nextBlockSize is the size of the next block to hold a request of n bytes.
 func (a *Allocator) nextBlockSize(n int) int {
 	size := a.cfg.blockSize
@@ -339,6 +365,9 @@ func (a *Allocator) reserve(size int) ([]byte, error) {
 			checked.Fill(b, checked.PoisonByte)
 		}
 		return b, nil
+	}
+	if !sysmem.Available(uint64(size)) {
+		return nil, errTooLarge
 	}
 	b := make([]byte, size)
 	if checked.Enabled {
@@ -652,7 +681,8 @@ func (a *Allocator) FreeRest(b []byte, keep int) []byte {
 // Recycle. It is a bounds check and an add, with no per-call bookkeeping,
 // bumping through chunks of BorrowChunk bytes (a larger request gets a chunk
 // of its own). The memory is not zeroed. Borrow panics with
-// "memkit/extent: negative size" if n < 0.
+// "memkit/extent: negative size" if n < 0, and as Malloc does when the
+// system cannot provide n bytes ("memkit/extent: Borrow of n bytes: ...").
 func (a *Allocator) Borrow(n int) []byte {
 	if checked.Enabled {
 		return a.borrowChecked(n)
@@ -668,6 +698,9 @@ func (a *Allocator) Borrow(n int) []byte {
 func (a *Allocator) borrowSlow(n int) []byte {
 	if n < 0 {
 		panic(errNegative)
+	}
+	if !sysmem.Available(uint64(n)) {
+		panic(fmt.Sprintf(errTooLargeFmt, "Borrow", n))
 	}
 	if a.bChunk != nil {
 		a.bOld = append(a.bOld, a.bChunk)

@@ -2,7 +2,10 @@ package extent_test
 
 import (
 	"errors"
+	"fmt"
+	"math/bits"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -84,6 +87,9 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		{extent.WithMaxTotal(-1), "extent: MaxTotal -1 must be >= 0 (0: no limit)"},
 		{extent.WithMaxTotal(1000), "extent: MaxTotal 1000 < BlockSize 1048576"},
 		{extent.WithBorrowChunk(2 << 20), "extent: BorrowChunk 2097152 must be between 64 and BlockSize 1048576"},
+		{extent.WithBudgetAlert(0, func(int64, bool) {}), "extent: BudgetAlert threshold 0 must be > 0"},
+		{extent.WithBudgetAlert(-1, func(int64, bool) {}), "extent: BudgetAlert threshold -1 must be > 0"},
+		{nil, "extent: option 1 of 1 is nil"},
 	} {
 		a, err := extent.New(tc.opt)
 		if a != nil || err == nil || err.Error() != tc.want {
@@ -93,6 +99,34 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 			t.Errorf("NewShared = %v, %v; want an error", s, err)
 		}
 	}
+}
+
+// TestAllocator_MoreThanTheSystemCanProvide asks for sizes no machine
+// serves: a memkit panic or error, not makeslice's panic or the runtime's
+// fatal "out of memory" (issue 13, case 6).
+func TestAllocator_MoreThanTheSystemCanProvide(t *testing.T) {
+	forEachSource(t, func(t *testing.T, opts ...extent.Option) {
+		a := mustNew(t, opts...)
+		keep := a.Malloc(100)
+		memtest.Fill(keep, 1)
+		if bits.UintSize == 32 {
+			t.Skip("the sizes do not fit in an int")
+		}
+		for _, n := range []int{1 << (bits.UintSize - 2), 1 << (bits.UintSize - 14)} { // 1<<62, 1<<50
+			memtest.CheckPanic(t, fmt.Sprintf("memkit/extent: Malloc of %d bytes: more than the system can provide", n), func() { a.Malloc(n) })
+			memtest.CheckPanic(t, fmt.Sprintf("memkit/extent: Borrow of %d bytes: more than the system can provide", n), func() { a.Borrow(n) })
+			b, err := a.TryMalloc(n)
+			if b != nil || !errors.Is(err, extent.ErrNoSpace) || !strings.Contains(err.Error(), "more than the system can provide") {
+				t.Fatalf("TryMalloc(%d) = %d bytes, %v; want ErrNoSpace, more than the system can provide", n, len(b), err)
+			}
+		}
+		if err := memtest.Verify(keep, 1); err != nil {
+			t.Fatal(err)
+		}
+		if s := readStats(a); s.Failures != 2 || s.Grows != 1 || s.HeapFallbacks != 0 {
+			t.Fatalf("stats %v; want 2 failures, 1 grow, no fallback", &s)
+		}
+	})
 }
 
 func TestAllocator_MallocExactSizeLockedCapacity(t *testing.T) {

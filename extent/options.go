@@ -2,6 +2,7 @@ package extent
 
 import (
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -88,7 +89,7 @@ func WithMaxTotal(n int64) Option { return func(c *config) { c.maxTotal = n } }
 // served from the free ranges, and costs those nothing. fn runs on the
 // goroutine that crossed the threshold, inside the allocator's call (under
 // the lock of a [Shared]): it must be quick and must not call the
-// allocator.
+// allocator. A nil fn means no alert.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
 }
@@ -107,3 +108,7 @@ func WithOffHeap() Option { return func(c *config) { c.offHeap = true } }
 // in the free ranges and a new block would pass MaxTotal. The allocator is
 // left unchanged but for Stats.Failures.
 var ErrNoSpace = errors.New("extent: no space within MaxTotal")
+
+// errTooLarge is what TryMalloc wraps when the system cannot provide a
+// request at all: it is ErrNoSpace too, the budget being the machine's.
+var errTooLarge = fmt.Errorf("more than the system can provide: %w", ErrNoSpace)
