@@ -84,6 +84,7 @@ type Arena struct {
 	// on slow paths.
 	failures atomic.Uint64
 	badFrees atomic.Uint64
+	allocErr error // why the last Alloc that failed did, for a Shared
 
 	// For a shard of a Shared arena: tag is the shard's number in the
 	// high bits of Loc.slab, and handoff the chain successor in another
@@ -382,6 +383,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	}
 	if n > a.slabSize {
 		a.failures.Add(1)
+		a.allocErr = ErrTooLarge
 		return nil, ErrTooLarge
 	}
 	var c int
@@ -404,6 +406,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 			}
 			if s == nil {
 				a.failures.Add(1)
+				a.allocErr = err
 				return nil, err
 			}
 		}

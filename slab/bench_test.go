@@ -6,6 +6,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/slab"
 )
 
@@ -100,8 +101,69 @@ func BenchmarkShared_AllocDecRef(b *testing.B) {
 					sh.DecRef(buf)
 				}
 			})
+			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 		})
 	}
+}
+
+// BenchmarkShared_Floor takes a Shared's Alloc+DecRef apart, in one run:
+// a sync.Pool Get+Put (the peer), the two uncontended lock and
+// unlock pairs a Shared's Alloc and DecRef take (one on the calling
+// goroutine's shard, one on the buffer's), the Arena's Alloc+DecRef alone,
+// and both together, the floor of a design that locks a shard per call,
+// beside the Shared itself.
+func BenchmarkShared_Floor(b *testing.B) {
+	const n = 64
+	b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
+	var locks [2]shard.Lock
+	lockPairs := func() {
+		locks[0].Lock()
+		locks[0].Unlock()
+		locks[1].Lock()
+		locks[1].Unlock()
+	}
+	b.Run("impl=2-locks", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			lockPairs()
+		}
+	})
+	a := mustArena(b, 64, 1<<20, 2)
+	arena := func() {
+		buf := a.Alloc(n)
+		buf[0] = 1
+		a.DecRef(buf)
+	}
+	b.Run("impl=arena", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			arena()
+		}
+	})
+	b.Run("impl=2-locks+arena", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			locks[0].Lock()
+			buf := a.Alloc(n)
+			locks[0].Unlock()
+			buf[0] = 1
+			locks[1].Lock()
+			a.DecRef(buf)
+			locks[1].Unlock()
+		}
+	})
+	b.Run("impl=memkit-shared", func(b *testing.B) {
+		sh, err := slab.NewShared(64, 1<<20, 2, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			buf := sh.Alloc(n)
+			buf[0] = 1
+			sh.DecRef(buf)
+		}
+	})
 }
 
 func BenchmarkShared_AllocDecRefParallel(b *testing.B) {

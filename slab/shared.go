@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -39,7 +40,7 @@ import (
 // [WithIdleSlabs] allows per shard, is the overhead over the bytes in use.
 // Memory is not zeroed.
 type Shared struct {
-	shards   []shard
+	shards   []arenaShard
 	mask     uintptr
 	sizes    []int // class sizes, immutable
 	slabSize int
@@ -61,19 +62,18 @@ type slabOwner struct {
 	shard uint32
 }
 
-// shard is one Arena and its lock, alone on its cache lines. The lock is a
-// sync.Mutex rather than a spinlock: uncontended it costs the same, and a
-// goroutine that finds it held by a descheduled goroutine sleeps instead of
-// burning its time slice.
-type shard struct {
-	_  [64]byte
-	mu sync.Mutex
-	a  *Arena
-	_  [48]byte
+// arenaShard is one Arena and its lock, alone on its cache lines: the
+// lock is memkit's one shard spinlock (internal/shard), which yields the
+// processor when its holder does not let go soon.
+type arenaShard struct {
+	_ shard.Pad
+	shard.Lock
+	a *Arena
+	_ shard.Pad
 }
 
-func (s *shard) lock()   { s.mu.Lock() }
-func (s *shard) unlock() { s.mu.Unlock() }
+func (s *arenaShard) lock()   { s.Lock.Lock() }
+func (s *arenaShard) unlock() { s.Lock.Unlock() }
 
 // NewShared returns a goroutine-safe arena with the parameters of
 // [NewArena], and the same errors; [WithShards] sets its number of shards.
@@ -96,7 +96,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	if malloc == nil {
 		malloc = func(n int) []byte { return make([]byte, n) }
 	}
-	sh := &Shared{shards: make([]shard, n), mask: uintptr(n - 1), slabSize: slabSize}
+	sh := &Shared{shards: make([]arenaShard, n), mask: uintptr(n - 1), slabSize: slabSize}
 	sh.index.Store(new([]slabOwner))
 	// The shards share one budget and, in the checked build, one tracker.
 	bud := cfg.newBudget()
@@ -126,7 +126,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		}
 		a.tag = id << slotBits
 		if checked.Enabled {
-			a.chk.guard = &sh.shards[k].mu
+			a.chk.guard = &sh.shards[k].Lock
 		}
 		if k > 0 {
 			a.tab = sh.shards[0].a.tab // the class table is the same: share it
@@ -172,14 +172,23 @@ func (sh *Shared) unregister(base uintptr) {
 }
 
 // shardOf returns the shard whose slab holds buf's first byte, or nil.
-func (sh *Shared) shardOf(buf []byte) *shard {
+func (sh *Shared) shardOf(buf []byte) *arenaShard {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
 	if p == 0 {
 		return nil
 	}
 	idx := *sh.index.Load()
-	// The last slab whose base is <= p.
-	lo := sort.Search(len(idx), func(i int) bool { return idx[i].base > p })
+	// The last slab whose base is <= p: a binary search written out, as
+	// sort.Search's closure would not be inlined.
+	lo, hi := 0, len(idx)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if idx[m].base > p {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
 	if lo == 0 || p-idx[lo-1].base >= uintptr(sh.slabSize) {
 		return nil
 	}
@@ -188,7 +197,7 @@ func (sh *Shared) shardOf(buf []byte) *shard {
 
 // lockBuf locks and returns the shard of buf, or panics for a buffer in no
 // shard.
-func (sh *Shared) lockBuf(buf []byte, isFree bool) *shard {
+func (sh *Shared) lockBuf(buf []byte, isFree bool) *arenaShard {
 	s := sh.shardOf(buf)
 	if s == nil {
 		if isFree {
@@ -204,7 +213,7 @@ func (sh *Shared) lockBuf(buf []byte, isFree bool) *shard {
 }
 
 // lockLoc locks and returns the shard l names, or panics for a stale one.
-func (sh *Shared) lockLoc(l Loc) *shard {
+func (sh *Shared) lockLoc(l Loc) *arenaShard {
 	k := l.slab >> slotBits
 	if k >= uint32(len(sh.shards)) {
 		if checked.Enabled {
@@ -217,27 +226,17 @@ func (sh *Shared) lockLoc(l Loc) *shard {
 	return s
 }
 
-// lockAny locks the calling goroutine's shard, or the next free one.
-func (sh *Shared) lockAny() *shard {
-	var marker byte
-	h := (uintptr(unsafe.Pointer(&marker)) >> 11) * hashMul >> (bits.UintSize - 16)
-	if s := &sh.shards[h&sh.mask]; s.mu.TryLock() {
+// lockAny locks the calling goroutine's shard (by an address on its
+// stack), or, when that one is busy, the next free one: any shard can
+// serve an Alloc.
+func (sh *Shared) lockAny() *arenaShard {
+	h := shard.Hint()
+	if s := &sh.shards[h&sh.mask]; s.TryLock() {
 		return s
 	}
-	// Busy: any shard can serve an Alloc, so take the next free one, and
-	// wait only when every one is busy.
-	for i := uintptr(1); i <= sh.mask; i++ {
-		if s := &sh.shards[(h+i)&sh.mask]; s.mu.TryLock() {
-			return s
-		}
-	}
-	s := &sh.shards[h&sh.mask]
-	s.mu.Lock()
+	s, _ := shard.LockAny(sh.shards, h)
 	return s
 }
-
-// hashMul is the Fibonacci hashing multiplier (2^64/φ), cut to the word size.
-const hashMul = uintptr(0x9E3779B97F4A7C15 & uint64(^uintptr(0)))
 
 // ClassSize is [Arena.ClassSize].
 func (sh *Shared) ClassSize(n int) int {
@@ -265,7 +264,13 @@ func (sh *Shared) TryAlloc(n int) ([]byte, error) {
 	if checked.Enabled {
 		return sh.tryAllocChecked(s, n)
 	}
-	b, err := s.a.alloc(n)
+	// The Arena's Alloc, for its inlined hot path; it leaves the reason of
+	// a failure in allocErr.
+	b := s.a.Alloc(n)
+	var err error
+	if b == nil {
+		err = s.a.allocErr
+	}
 	s.unlock()
 	if b == nil && err == ErrBudget {
 		b, err = sh.allocElsewhere(s, n, err)
@@ -277,7 +282,7 @@ func (sh *Shared) TryAlloc(n int) ([]byte, error) {
 // alloc panics on a write after free: it unlocks s even then. When the
 // shard cannot grow, it empties the quarantine, whose chunks a release
 // build would have handed out, and tries again.
-func (sh *Shared) tryAllocChecked(s *shard, n int) ([]byte, error) {
+func (sh *Shared) tryAllocChecked(s *arenaShard, n int) ([]byte, error) {
 	alloc := func() ([]byte, error) {
 		defer s.unlock()
 		return s.a.alloc(n)
@@ -298,7 +303,7 @@ func (sh *Shared) tryAllocChecked(s *shard, n int) ([]byte, error) {
 // allocElsewhere is the slow path of TryAlloc when the budget refused shard
 // s a new slab: it takes a free chunk of another shard, if one has any, and
 // otherwise returns err.
-func (sh *Shared) allocElsewhere(s *shard, n int, err error) ([]byte, error) {
+func (sh *Shared) allocElsewhere(s *arenaShard, n int, err error) ([]byte, error) {
 	for k := range sh.shards {
 		o := &sh.shards[k]
 		if o == s {
@@ -357,7 +362,7 @@ func (sh *Shared) DecRef(buf []byte) bool {
 // that 20-byte Loc as a result instead made every DecRef copy it through
 // the stack in overlapping 16-byte moves, and the loads that could not be
 // forwarded from those stores took a quarter of Shared's Alloc+DecRef time.
-func (sh *Shared) decRef(s *shard, buf []byte, h *Loc) (last, chained bool) {
+func (sh *Shared) decRef(s *arenaShard, buf []byte, h *Loc) (last, chained bool) {
 	defer sh.unlockHeld(s)
 	last = s.a.DecRef(buf)
 	return last, s.a.moveHandoff(h)
@@ -366,11 +371,16 @@ func (sh *Shared) decRef(s *shard, buf []byte, h *Loc) (last, chained bool) {
 // unlockHeld unlocks shard s after a call that may have freed chunks and,
 // in the checked build, hands them to the quarantine, which must not be
 // done under the lock: the quarantine may release chunks of any shard.
-func (sh *Shared) unlockHeld(s *shard) {
-	if !checked.Enabled {
-		s.unlock()
+func (sh *Shared) unlockHeld(s *arenaShard) {
+	if checked.Enabled {
+		sh.unlockHold(s)
 		return
 	}
+	s.unlock()
+}
+
+// unlockHold is unlockHeld in the checked build.
+func (sh *Shared) unlockHold(s *arenaShard) {
 	held := s.a.takePending()
 	s.unlock()
 	for _, h := range held {
@@ -439,7 +449,7 @@ func (sh *Shared) LocDecRef(l Loc) bool {
 
 // locDecRef is the part of LocDecRef under the shard's lock, as decRef is
 // DecRef's.
-func (sh *Shared) locDecRef(s *shard, l Loc, h *Loc) (last, chained bool) {
+func (sh *Shared) locDecRef(s *arenaShard, l Loc, h *Loc) (last, chained bool) {
 	defer sh.unlockHeld(s)
 	last = s.a.LocDecRef(l)
 	return last, s.a.moveHandoff(h)
