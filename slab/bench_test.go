@@ -89,18 +89,7 @@ func BenchmarkView(b *testing.B) {
 func BenchmarkShared_AllocDecRef(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(sizeName(n), func(b *testing.B) {
-			b.Run("impl=memkit-shared", func(b *testing.B) {
-				sh, err := slab.NewShared(64, 1<<20, 2, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				for b.Loop() {
-					buf := sh.Alloc(n)
-					buf[0] = 1
-					sh.DecRef(buf)
-				}
-			})
+			b.Run("impl=memkit-shared", func(b *testing.B) { benchShared(b, n) })
 			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 		})
 	}
@@ -152,18 +141,22 @@ func BenchmarkShared_Floor(b *testing.B) {
 			locks[1].Unlock()
 		}
 	})
-	b.Run("impl=memkit-shared", func(b *testing.B) {
-		sh, err := slab.NewShared(64, 1<<20, 2, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			buf := sh.Alloc(n)
-			buf[0] = 1
-			sh.DecRef(buf)
-		}
-	})
+	b.Run("impl=memkit-shared", func(b *testing.B) { benchShared(b, n) })
+}
+
+// benchShared is Alloc, touch, DecRef of n bytes on a Shared, on one
+// goroutine.
+func benchShared(b *testing.B, n int) {
+	sh, err := slab.NewShared(64, 1<<20, 2, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		buf := sh.Alloc(n)
+		buf[0] = 1
+		sh.DecRef(buf)
+	}
 }
 
 func BenchmarkShared_AllocDecRefParallel(b *testing.B) {
