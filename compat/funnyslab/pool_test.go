@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	slab "github.com/memkit/memkit/compat/funnyslab"
+	"github.com/memkit/memkit/compat/internal/compattest"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/stats"
 )
@@ -103,21 +104,7 @@ func TestAtomPool_FreeTwicePanics(t *testing.T) {
 	copy(keep, "intact")
 	buf := pool.Alloc(100)
 	pool.Free(buf)
-	func() {
-		defer func() {
-			r := recover()
-			if checked.Enabled {
-				if m, ok := r.(*checked.Misuse); !ok || m.Kind != checked.DoubleFree {
-					t.Fatalf("panic %v; want a DoubleFree report", r)
-				}
-				return
-			}
-			if fmt.Sprint(r) != "memkit/bytepool: double free" {
-				t.Fatalf("panic %v; want memkit/bytepool: double free", r)
-			}
-		}()
-		pool.Free(buf)
-	}()
+	compattest.MustPanic(t, "memkit/bytepool: double free", checked.DoubleFree, func() { pool.Free(buf) })
 	if string(keep[:6]) != "intact" {
 		t.Fatal("a live buffer changed")
 	}

@@ -3,34 +3,14 @@ package gomem_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/memkit/memkit/compat/gomem"
+	"github.com/memkit/memkit/compat/internal/compattest"
 	"github.com/memkit/memkit/internal/checked"
 )
-
-// mustPanic fails unless f panics with want (release build) or a
-// *checked.Misuse of kind (checked build).
-func mustPanic(t *testing.T, want, kind string, f func()) {
-	t.Helper()
-	defer func() {
-		t.Helper()
-		r := recover()
-		if checked.Enabled {
-			if m, ok := r.(*checked.Misuse); !ok || m.Kind != kind {
-				t.Fatalf("panic %v; want a %s report", r, kind)
-			}
-			return
-		}
-		if fmt.Sprint(r) != want {
-			t.Fatalf("panic %v; want %q", r, want)
-		}
-	}()
-	f()
-}
 
 // TestGomemProgram_Frames is a Monibuca-style use: frames built from pieces
 // of a RecyclableMemory, written out, recycled, with every byte checked.
@@ -80,7 +60,7 @@ func TestAllocator_FreeTwicePanics(t *testing.T) {
 	if !a.Free(b) {
 		t.Fatal("Free of own memory reported false")
 	}
-	mustPanic(t, "memkit/extent: double free", checked.DoubleFree, func() { a.Free(b) })
+	compattest.MustPanic(t, "memkit/extent: double free", checked.DoubleFree, func() { a.Free(b) })
 	if string(keep[:6]) != "intact" {
 		t.Fatal("a live allocation changed")
 	}

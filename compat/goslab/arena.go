@@ -35,9 +35,10 @@ type Arena struct {
 
 	// go-slab's counters that memkit's Stats has no field for. The Arena is
 	// for one goroutine at a time, so plain integers do.
-	addRefs, decRefs, decRefZeroes int64
-	getNexts, setNexts             int64
-	tooBig, mallocErrs             int64
+	allocs, addRefs, decRefs int64
+	decRefZeroes             int64
+	getNexts, setNexts       int64
+	tooBig, mallocErrs       int64
 
 	st stats.Stats // reused by Stats, so that it allocates only map entries
 }
@@ -75,6 +76,7 @@ func (s *Arena) Alloc(bufLen int) []byte {
 		}
 		return nil
 	}
+	s.allocs++
 	return buf
 }
 
@@ -185,10 +187,19 @@ func (s *Arena) LocDecRef(loc Loc) {
 // totPopFreeChunkErrs, and per class i the gauges
 // slabClass-%06d-{numSlabs,chunkSize,numChunks,numChunksFree,numChunksInUse}.
 //
-// totMallocs counts slabs obtained (memkit's Grows), totPushFreeChunks and
-// totPopFreeChunks chunks freed and allocated. Every class memkit defines
-// is listed, from the start, where go-slab added classes as requests needed
-// them. Stats allocates the map's entries; memkit's [mslab.Arena.ReadStats]
+// totMallocs counts slabs obtained (memkit's Grows), totPopFreeChunks
+// chunks allocated (totAllocs) and totPushFreeChunks chunks freed, those of
+// a chain freed with its head included. Every class memkit defines is
+// listed, from the start, where go-slab added classes as requests needed
+// them.
+//
+// The counters the Arena keeps itself (totAllocs, totPopFreeChunks,
+// totAddRefs, totDecRefs, totDecRefZeroes, totGetNexts, totSetNexts,
+// totTooBigErrs, totMallocErrs, totAddSlabErrs) and totMallocs and numSlabs
+// are exact. totPushFreeChunks and the per-class chunk counts come from
+// memkit's [mslab.Arena.ReadStats], which other goroutines may call while
+// the arena is in use and which therefore lags the exact counts by less
+// than 64 chunks per class. Stats allocates the map's entries; memkit's [mslab.Arena.ReadStats]
 // (through Unwrap) does not allocate.
 func (s *Arena) Stats(m map[string]int64) map[string]int64 {
 	if m == nil {
@@ -197,7 +208,7 @@ func (s *Arena) Stats(m map[string]int64) map[string]int64 {
 	st := &s.st
 	s.a.ReadStats(st)
 	m["totSlabClasses"] = int64(len(st.Classes))
-	m["totAllocs"] = int64(st.Allocs)
+	m["totAllocs"] = s.allocs
 	m["totAddRefs"] = s.addRefs
 	m["totDecRefs"] = s.decRefs
 	m["totDecRefZeroes"] = s.decRefZeroes
@@ -208,7 +219,7 @@ func (s *Arena) Stats(m map[string]int64) map[string]int64 {
 	m["totTooBigErrs"] = s.tooBig
 	m["totAddSlabErrs"] = s.mallocErrs
 	m["totPushFreeChunks"] = int64(st.Frees)
-	m["totPopFreeChunks"] = int64(st.Allocs)
+	m["totPopFreeChunks"] = s.allocs
 	m["totPopFreeChunkErrs"] = 0
 	var key [32]byte
 	for i, c := range st.Classes {

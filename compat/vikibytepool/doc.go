@@ -30,6 +30,8 @@
 //     change. A call that ignores the result compiles unchanged.
 //   - Close twice returns buffer.ErrClosed and changes nothing (Viki put the
 //     item in its pool twice, so two later Checkouts shared it).
+//   - JsonItem embeds Item, not *Item: the writers and methods are the same,
+//     but code that took the embedded field (jsonItem.Item) gets a value.
 //   - Checkout allocates the Item header (about 40 bytes; a JsonItem about
 //     110), so that a Close through a stale Item is always refused; the
 //     capacity-sized storage comes from the pool without allocating.
