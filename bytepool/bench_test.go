@@ -28,6 +28,14 @@ func BenchmarkPool_GetPut(b *testing.B) {
 					p.Put(buf)
 				}
 			})
+			b.Run("impl=memkit-pkg", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := bytepool.Get(n)
+					buf[0] = 1
+					bytepool.Put(buf)
+				}
+			})
 			b.Run("impl=memkit-cache", func(b *testing.B) {
 				c := mustNew(b).NewCache()
 				b.ReportAllocs()

@@ -4,7 +4,6 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
-	"github.com/memkit/memkit/internal/shard"
 )
 
 // Cache is a per-goroutine front for a [Pool]: its own free list per class,
@@ -31,12 +30,12 @@ import (
 type Cache struct {
 	// The pool's lookup table and limits, copied so that the hot path
 	// reads only the Cache.
-	tab         []uint8
-	tabMax      int
-	stepMask    int
-	stepShift   uint
-	sampleShift uint
-	plain       bool // the pool is neither Bounded nor zeroing nor checked
+	tab       []uint8
+	tabEnd    uint
+	stepMask  int
+	stepShift uint
+	sampleMax uintptr
+	plain     bool // the pool is neither Bounded nor zeroing nor checked
 
 	lists []cacheList
 	p     *Pool
@@ -53,8 +52,8 @@ type cacheList struct {
 // NewCache returns a Cache in front of p.
 func (p *Pool) NewCache() *Cache {
 	c := &Cache{
-		tab: p.tab, tabMax: p.tabMax, stepMask: p.stepMask, stepShift: p.stepShift,
-		sampleShift: p.sampleShift, plain: p.plain,
+		tab: p.tab, tabEnd: p.tabEnd, stepMask: p.stepMask, stepShift: p.stepShift,
+		sampleMax: p.sampleMax, plain: p.plain,
 		lists: make([]cacheList, len(p.sizes)),
 		p:     p,
 	}
@@ -69,14 +68,14 @@ func (p *Pool) NewCache() *Cache {
 
 // sampled is [Pool.sampled] from the Cache's copy of the shift.
 func (c *Cache) sampled(ptr unsafe.Pointer) bool {
-	return shard.Mix(uintptr(ptr))>>c.sampleShift == 0
+	return inSample(ptr, c.sampleMax)
 }
 
 // Get is [Pool.Get] served from the Cache.
 func (c *Cache) Get(n int) []byte {
 	var cl int
-	if uint(n) <= uint(c.tabMax) {
-		cl = int(c.tab[(n+c.stepMask)>>c.stepShift])
+	if uint(n) < c.tabEnd {
+		cl = int(c.tab[uint(n+c.stepMask)>>(c.stepShift&63)])
 	} else {
 		return c.getLarge(n)
 	}
@@ -92,7 +91,7 @@ func (c *Cache) Get(n int) []byte {
 		l.e.cgets.Add(1)
 	}
 	clearIdle(ptr)
-	return unsafe.Slice((*byte)(ptr), l.size)[:n]
+	return slice(ptr, n, l.size)
 }
 
 // getLarge is Get for sizes past the lookup table.
@@ -127,11 +126,11 @@ func (c *Cache) getSlow(cl, n int) []byte {
 // Put is [Pool.Put] into the Cache.
 func (c *Cache) Put(b []byte) {
 	size := cap(b)
-	if uint(size) > uint(c.tabMax) || !c.plain {
+	if uint(size) >= c.tabEnd || !c.plain {
 		c.putSlow(b)
 		return
 	}
-	l := &c.lists[c.tab[(size+c.stepMask)>>c.stepShift]]
+	l := &c.lists[c.tab[uint(size+c.stepMask)>>(c.stepShift&63)]]
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	if l.size != size || len(l.bufs) == cap(l.bufs) || uintptr(ptr)&l.e.alignMask != 0 {
 		c.putSlow(b)

@@ -21,6 +21,16 @@ import (
 // atomic instruction, and it drops what stayed idle through two GC cycles:
 // that is the pool's decay.
 type elasticClass struct {
+	elasticFields
+	_ [elasticStride - unsafe.Sizeof(elasticFields{})]byte
+}
+
+// elasticStride is the size of an elasticClass: a power of two, so that
+// finding a class is a shift, and a multiple of the cache line, so that
+// classes do not share one.
+const elasticStride = 256
+
+type elasticFields struct {
 	free      sync.Pool
 	size      int
 	alignMask uintptr        // a buffer of this size from the Go heap starts at a multiple of alignMask+1
@@ -35,8 +45,12 @@ type elasticClass struct {
 	cacheAllocs, cacheFrees atomic.Uint64 // folded in by Caches
 	grows                   atomic.Uint64 // buffers made
 	releases                atomic.Uint64 // of those, collected by the GC
+}
 
-	_ shard.Pad
+// elasticOf returns class c of an Elastic pool, c < len(p.elastic), which
+// the lookup table guarantees: a shift and an add, no bounds check.
+func (p *Pool) elasticOf(c uint8) *elasticClass {
+	return (*elasticClass)(unsafe.Add(p.elasticBase, uintptr(c)*elasticStride))
 }
 
 // The in-use estimate. A fast path with no owner cannot count every
@@ -61,12 +75,17 @@ type elasticClass struct {
 const sampleBits = 6
 
 // sampled reports whether the buffer at ptr is in the sample.
-func (p *Pool) sampled(ptr unsafe.Pointer) bool {
-	return shard.Mix(uintptr(ptr))>>p.sampleShift == 0
-}
+func (p *Pool) sampled(ptr unsafe.Pointer) bool { return inSample(ptr, p.sampleMax) }
+
+// inSample reports whether the hash of ptr is at most max: 1 in 2^k
+// addresses for max = 2^(64-k)-1.
+func inSample(ptr unsafe.Pointer, max uintptr) bool { return shard.Mix(uintptr(ptr)) <= max }
+
+// sampleMaxFor returns the sampleMax that samples 1 in 2^k buffers.
+func sampleMaxFor(k int) uintptr { return ^uintptr(0) >> k }
 
 // scale is the weight of one sampled count.
-func (p *Pool) scale() uint64 { return 1 << (bits.UintSize - p.sampleShift) }
+func (p *Pool) scale() uint64 { return 1 << (bits.OnesCount(uint(^p.sampleMax))) }
 
 // getNew is Get's slow path in an Elastic pool: no idle buffer of class c
 // on this P, nor any other to steal.

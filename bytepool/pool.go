@@ -43,12 +43,15 @@ type Pool struct {
 	perShift  uint
 	sizes     []int
 	tab       []uint8 // class of n, indexed by (n+stepMask)>>stepShift, n <= tabMax
-	tabMax    int
+	tabBase   unsafe.Pointer
+	tabMax    int  // the largest n in the table, or -1 for none
+	tabEnd    uint // tabMax+1: uint(n) < tabEnd means n is in the table
 	stepMask  int
 	stepShift uint
 
 	elastic     []elasticClass // Elastic only: one per class
-	sampleShift uint           // a buffer is sampled if its address hash >> sampleShift == 0
+	elasticBase unsafe.Pointer // &elastic[0]
+	sampleMax   uintptr        // a buffer is sampled if its address hash is at most this
 
 	shards []boundedShard // Bounded only
 	depots []depot        // Bounded only: one per class
@@ -88,17 +91,17 @@ func New(opts ...Option) (*Pool, error) {
 		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
 	p := &Pool{
-		minSize:     t.Min(),
-		maxSize:     t.Max(),
-		minShift:    uint(bits.TrailingZeros(uint(t.Min()))),
-		perShift:    uint(bits.TrailingZeros(uint(cfg.perDoubling))),
-		sizes:       t.Sizes(),
-		magCap:      make([]int, t.Len()),
-		zeroed:      cfg.zeroed,
-		plain:       !cfg.zeroed && cfg.policy == Elastic && !checked.Enabled,
-		secret:      rand.Uint64() | 1,
-		policy:      cfg.policy,
-		sampleShift: uint(bits.UintSize - cfg.sampleBits),
+		minSize:   t.Min(),
+		maxSize:   t.Max(),
+		minShift:  uint(bits.TrailingZeros(uint(t.Min()))),
+		perShift:  uint(bits.TrailingZeros(uint(cfg.perDoubling))),
+		sizes:     t.Sizes(),
+		magCap:    make([]int, t.Len()),
+		zeroed:    cfg.zeroed,
+		plain:     !cfg.zeroed && cfg.policy == Elastic && !checked.Enabled,
+		secret:    rand.Uint64() | 1,
+		policy:    cfg.policy,
+		sampleMax: sampleMaxFor(cfg.sampleBits),
 	}
 	p.buildTable(t, cfg.perDoubling)
 	for c, size := range p.sizes {
@@ -117,6 +120,7 @@ func New(opts ...Option) (*Pool, error) {
 			p.budget = budget.New(limit, cfg.alertAt, cfg.alertFn)
 		}
 		p.elastic = make([]elasticClass, t.Len())
+		p.elasticBase = unsafe.Pointer(&p.elastic[0])
 		for c, size := range p.sizes {
 			e := &p.elastic[c]
 			e.size = size
@@ -144,7 +148,10 @@ func magazineSize(size int) int {
 // above it.
 func (p *Pool) class(n int) int {
 	if n <= p.tabMax {
-		return int(p.tab[(n+p.stepMask)>>p.stepShift])
+		return int(p.tab[uint(n+p.stepMask)>>(p.stepShift&63)])
+	}
+	if n <= p.minSize {
+		return 0
 	}
 	e := uint(bits.Len(uint(n-1))) - 1
 	return int((e-p.minShift)<<p.perShift) + (n-1-1<<e)>>(e-p.perShift) + 1
@@ -168,6 +175,8 @@ func (p *Pool) buildTable(t *sizeclass.Table, per int) {
 	for i := range p.tab {
 		p.tab[i] = uint8(t.Index(i << p.stepShift))
 	}
+	p.tabBase = unsafe.Pointer(&p.tab[0])
+	p.tabEnd = uint(p.tabMax + 1)
 }
 
 // Get returns a buffer of length n whose capacity is n rounded up to its
@@ -188,6 +197,30 @@ func (p *Pool) buildTable(t *sizeclass.Table, per int) {
 // never returned is simply collected by the GC (Elastic) or stays out of
 // the region (Bounded).
 func (p *Pool) Get(n int) []byte {
+	if uint(n) >= p.tabEnd || !p.plain {
+		return p.getSlow(n)
+	}
+	e := p.elasticOf(p.lookup(n))
+	ptr, _ := e.free.Get().(unsafe.Pointer)
+	if ptr == nil {
+		return p.getNew(p.class(n), n)
+	}
+	if p.sampled(ptr) {
+		e.gets.Add(1)
+	}
+	clearIdle(ptr)
+	return slice(ptr, n, e.size)
+}
+
+// lookup is the class of n, 0 <= n <= tabMax: one table load, no bounds
+// check (n <= tabMax keeps the index inside the table).
+func (p *Pool) lookup(n int) uint8 {
+	return *(*uint8)(unsafe.Add(p.tabBase, uint(n+p.stepMask)>>(p.stepShift&63)))
+}
+
+// getSlow is Get of a size past the lookup table, or from a pool that is
+// Bounded, zeroing or checked.
+func (p *Pool) getSlow(n int) []byte {
 	if uint(n) > uint(p.maxSize) {
 		return p.getOversize(n)
 	}
@@ -203,11 +236,17 @@ func (p *Pool) Get(n int) []byte {
 	if p.sampled(ptr) {
 		e.gets.Add(1)
 	}
-	if !p.plain {
-		return p.handOutChecked(ptr, c, n)
-	}
-	clearIdle(ptr)
-	return unsafe.Slice((*byte)(ptr), e.size)[:n]
+	return p.handOut(ptr, c, n)
+}
+
+// slice returns the buffer at ptr with length n and capacity size, n <=
+// size, which the class arithmetic guarantees: unsafe.Slice and a
+// reslice would check it again.
+func slice(ptr unsafe.Pointer, n, size int) []byte {
+	return *(*[]byte)(unsafe.Pointer(&struct {
+		ptr       unsafe.Pointer
+		len, size int
+	}{ptr, n, size}))
 }
 
 // TryGet is like Get but reports false, leaving the pool unchanged but for
@@ -250,7 +289,7 @@ func (p *Pool) handOut(ptr unsafe.Pointer, c, n int) []byte {
 		return p.handOutChecked(ptr, c, n)
 	}
 	clearIdle(ptr)
-	return unsafe.Slice((*byte)(ptr), p.sizes[c])[:n]
+	return slice(ptr, n, p.sizes[c])
 }
 
 // handOutChecked is handOut for a Bounded or zeroing pool, or any pool in
@@ -375,6 +414,27 @@ func (p *Pool) fallback(c, n int) []byte {
 // free"; so does any second Put of a Bounded pool's buffer. See the package
 // documentation for what an Elastic pool cannot see.
 func (p *Pool) Put(b []byte) {
+	size := cap(b)
+	if uint(size) >= p.tabEnd || !p.plain {
+		p.putSlow(b)
+		return
+	}
+	e := p.elasticOf(p.lookup(size))
+	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
+	if e.size != size || uintptr(ptr)&e.alignMask != 0 {
+		p.putSlow(b)
+		return
+	}
+	p.markIdle(ptr)
+	if p.sampled(ptr) {
+		e.puts.Add(1)
+	}
+	e.free.Put(ptr)
+}
+
+// putSlow is Put of a capacity past the lookup table or of no class, of
+// a moved start, or for a pool that is Bounded, zeroing or checked.
+func (p *Pool) putSlow(b []byte) {
 	size := cap(b)
 	c := p.exact(size)
 	if c < 0 {

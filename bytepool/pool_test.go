@@ -594,3 +594,29 @@ func TestPolicy_String(t *testing.T) {
 }
 
 var _ = errors.New
+
+func TestPool_ManyClassesHaveNoTable(t *testing.T) {
+	// Over 256 classes the lookup table is off: every size takes the
+	// arithmetic path, through the Pool and a Cache.
+	p := mustNew(t, bytepool.WithMinSize(512), bytepool.WithClassesPerDoubling(64), bytepool.WithExactStats())
+	if n := len(p.Classes()); n <= 256 {
+		t.Fatalf("%d classes; the test needs more than 256", n)
+	}
+	c := p.NewCache()
+	for _, n := range []int{0, 1, 512, 520, 4096, 1 << 20} {
+		for _, gp := range []struct {
+			get func(int) []byte
+			put func([]byte)
+		}{{p.Get, p.Put}, {c.Get, c.Put}} {
+			b := gp.get(n)
+			if len(b) != n || cap(b) != p.ClassSize(n) {
+				t.Fatalf("Get(%d): len %d cap %d; want cap %d", n, len(b), cap(b), p.ClassSize(n))
+			}
+			gp.put(b)
+		}
+	}
+	c.Release()
+	if s := readStats(p); s.LiveObjects != 0 || s.BadFrees != 0 || s.Allocs != 12 {
+		t.Fatalf("stats %v", &s)
+	}
+}
