@@ -75,6 +75,7 @@ var grpcTiers = []uint8{8, 12, 14, 15, 20}
 // byteImpls are compared on every []byte workload, in this order.
 var byteImpls = []byteImpl{
 	{"memkit", func() allocator { return memkitPool{mustPool()} }},
+	{"memkit-pkg", func() allocator { return memkitDefault{} }},
 	{"memkit-cache", func() allocator { return memkitCache{memkitPool{mustPool()}} }},
 	{"memkit-bounded", func() allocator {
 		return memkitPool{mustPool(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(boundedBudget))}
@@ -107,6 +108,12 @@ type memkitPool struct{ *bytepool.Pool }
 
 func (p memkitPool) get(n int) ([]byte, any) { return p.Get(n), nil }
 func (p memkitPool) put(b []byte, _ any)     { p.Put(b) }
+
+// memkitDefault is the package-level bytepool.Get and Put.
+type memkitDefault struct{}
+
+func (memkitDefault) get(n int) ([]byte, any) { return bytepool.Get(n), nil }
+func (memkitDefault) put(b []byte, _ any)     { bytepool.Put(b) }
 
 // memkitCache gives each goroutine its own bytepool.Cache of one pool.
 type memkitCache struct{ memkitPool }
