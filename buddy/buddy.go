@@ -258,6 +258,9 @@ func (a *Allocator) allocSlow(n, k int) ([]byte, error) {
 	}
 	a.coalesce()
 	if a.nonEmpty>>uint(k) == 0 {
+		if checked.Enabled && a.releaseHeld() {
+			return a.Alloc(n) // blocks held back from reuse are free now
+		}
 		a.failures++
 		a.publishAll()
 		return nil, ErrNoSpace
@@ -299,7 +302,8 @@ func (a *Allocator) coalesce() {
 // documentation) reports these and more with a *checked.Misuse.
 func (a *Allocator) Free(b []byte) {
 	if checked.Enabled {
-		a.checkFree(b)
+		a.freeChecked(b)
+		return
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
 	off := p - a.base
@@ -315,17 +319,23 @@ func (a *Allocator) Free(b []byte) {
 	}
 	o := &a.orders[k]
 	o.frees++
-	a.state[i] = 0
-	if o.nfree < lazyReserve {
-		a.push(i, k)
-	} else {
-		a.merge(i, k)
-	}
+	a.put(i, k)
 	if o.frees%checkEvery == 0 {
 		a.maybePublish(k, o.frees)
 	}
 	if a.alert != nil {
 		a.alert.release(int64(a.minBlock) << uint(k))
+	}
+}
+
+// put gives the block at index i of order k back: on its order's list, or
+// merged with its buddies once the list holds lazyReserve blocks.
+func (a *Allocator) put(i int32, k int) {
+	a.state[i] = 0
+	if a.orders[k].nfree < lazyReserve {
+		a.push(i, k)
+	} else {
+		a.merge(i, k)
 	}
 }
 
@@ -378,6 +388,7 @@ func (a *Allocator) Close() error {
 		a.alert.release(a.alert.used)
 	}
 	if checked.Enabled {
+		a.tr.Flush("Close")
 		a.tr.Reset()
 	}
 	mem := a.mem

@@ -16,18 +16,21 @@ import (
 //   - every byte of the region not in a block handed out is poison,
 //     checked when a block is handed out again;
 //   - the slack of a live block, from the length Alloc gave to the block's
-//     end, is guard bytes, checked on Free.
+//     end, is guard bytes, checked on Free;
+//   - a freed block waits in the tracker's quarantine (checked.Tracker.Hold),
+//     its state still that of a block handed out but with no live record,
+//     until more than checked.QuarantineBytes or QuarantineBlocks wait
+//     after it (or an Alloc would fail without it, or Close): a second Free
+//     of it is a double free at that call, with the stacks of its
+//     allocation and first free, and a write into it is reported when it
+//     leaves the quarantine or at memkit.Leaks, whichever comes first.
 
 // pkgPath is this package's import path, for checked.SkipWithin: a
 // recorded stack starts at the code that called into the package.
 const pkgPath = "github.com/memkit/memkit/buddy"
 
 func misuse(op, kind string, addr uintptr, rec *checked.Record, detail string) *checked.Misuse {
-	m := &checked.Misuse{Allocator: "buddy", Op: op, Kind: kind, Addr: addr, Detail: detail}
-	if rec != nil {
-		m.Size, m.Alloc, m.Free = rec.Size, rec.Alloc, rec.Free
-	}
-	return m
+	return checked.Report("buddy", op, kind, addr, rec, detail)
 }
 
 // blockAt returns the block of the region (a slice of it, to its full
@@ -104,6 +107,37 @@ func (a *Allocator) checkFree(b []byte) {
 	checked.Fill(blk, checked.PoisonByte)
 }
 
+// freeChecked is Free in the checked build: the checks of checkFree, the
+// counts of a Free, and the block held back from reuse in the quarantine
+// rather than given back.
+func (a *Allocator) freeChecked(b []byte) {
+	a.checkFree(b)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
+	i := int32((p - a.base) >> a.minShift)
+	k := int(a.state[i] & orderMask)
+	o := &a.orders[k]
+	o.frees++
+	if o.frees%checkEvery == 0 {
+		a.maybePublish(k, o.frees)
+	}
+	if a.alert != nil {
+		a.alert.release(int64(a.minBlock) << uint(k))
+	}
+	size := a.minBlock << uint(k)
+	a.tr.Hold("Free", a.tr.Freed(p), a.blockAt(p, size), func() { a.put(i, k) })
+}
+
+// releaseHeld gives back every block of the quarantine, checking each for
+// writes since its free, and reports whether there was any.
+func (a *Allocator) releaseHeld() bool {
+	if n, _ := a.tr.Held(); n == 0 {
+		return false
+	}
+	a.tr.Flush("Alloc")
+	a.coalesce()
+	return true
+}
+
 // badFreeChecked returns the report of a Free at p, which does not start a
 // live block. A p inside a live block is reported as a moved start, even
 // if a block freed earlier started at p (its stale slice freed twice would
@@ -130,6 +164,11 @@ func (a *Allocator) badFreeChecked(p uintptr) *checked.Misuse {
 				prev = a.lastOwner(p)
 			}
 			return misuse("Free", checked.DoubleFree, p, prev, "")
+		}
+		if h == i && prev != nil {
+			// The head of a block handed out with no live record: freed,
+			// and waiting in the quarantine.
+			return misuse("Free", checked.DoubleFree, p, prev, "the block waits in the quarantine")
 		}
 		head := a.base + uintptr(h)<<a.minShift
 		detail := fmt.Sprintf("it starts at byte %d of the block handed out at %#x", p-head, head)
