@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
@@ -12,11 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"testing"
 
-	"golang.org/x/image/font/sfnt"
+	"github.com/memkit/memkit"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -27,13 +27,15 @@ import (
 )
 
 // This file is memkit bench --html: a report page that needs nothing but
-// itself to be viewed. Each workload gets one inline SVG, drawn with
-// gonum.org/v1/plot, with two bar panels (ns/op and allocs/op, an impl per
-// bar); the page also holds the machine description, the command line and
-// the numbers as tables. The one font the charts and the page use,
-// Liberation Sans (which plot measures text with, from its embedded copy),
-// is embedded once as a data: URL, so that the page looks the same on a
-// machine without it and without a network.
+// itself to be viewed, small enough to attach to an issue. Each workload
+// gets one inline SVG, drawn with gonum.org/v1/plot, with up to three
+// panels, an impl per bar: time as a ratio to memkit's on a log scale (with
+// the min–max spread over the runs when --count > 1), allocs/op unless all
+// are zero, and the memory retained after the burst where a workload
+// reports it (BurstIdle). The page also holds the machine description, the
+// command line and the numbers as tables. Plot measures text in Liberation
+// Sans; the page asks for it and falls back to Arial or Helvetica, which
+// have the same metrics, rather than embed half a megabyte of font.
 
 // checkHTMLPath fails when the report could not be written to path, before
 // a long run finds out: path must not be a directory, and either be a file
@@ -102,37 +104,46 @@ type htmlPage struct {
 	Command   string
 	Env       env
 	Benches   int
-	FontFace  template.CSS // the @font-face rule of the embedded font
+	Spread    bool // --count > 1: the charts and tables show min–max
 	Workloads []htmlWorkload
 }
 
 // htmlWorkload is one workload's section: its chart and table.
 type htmlWorkload struct {
 	Name  string
-	ID    string // the section's anchor
-	Chart template.HTML
+	ID    string        // the section's anchor
+	Chart template.HTML // empty when every figure is zero
 	Rows  []htmlRow
 }
 
 // htmlRow is one impl's row in a workload's table: the text table's
 // columns, formatted alike.
 type htmlRow struct {
-	Impl, Ns, Bytes, Allocs, Ratio, Extra string
-	Class                                 string // memkit, memkit-variant or other
+	Impl, Ns, Spread, Bytes, Allocs, Ratio, Extra string
+	Class                                         string // memkit, memkit-variant or other
 }
+
+// chartData is one workload's figures, an entry per impl.
+type chartData struct {
+	name       string
+	impls      []string
+	ns, lo, hi []float64 // median, min and max ns/op over the runs
+	allocs     []float64
+	retained   []float64 // retained-B, or nil when the workload reports none
+	baseName   string    // the impl times are divided by
+}
+
+// retainedMetric is the extra metric of the bytes a workload leaves
+// retained (BurstIdle), charted in a panel of its own.
+const retainedMetric = "retained-B"
 
 // writeHTML writes the report page of results, measured on e with the
 // command line cmd, to w.
 func writeHTML(w io.Writer, cmd string, e env, results []result) error {
-	ff, err := fontFace()
-	if err != nil {
-		return err
-	}
-	page := htmlPage{Command: cmd, Env: e, Benches: len(results), FontFace: ff}
+	page := htmlPage{Command: cmd, Env: e, Benches: len(results)}
 	sums := summarize(results)
 	index := map[string]int{} // workload name -> index in page.Workloads
-	var ns, allocs [][]float64
-	var impls [][]string
+	var charts []*chartData
 	for i, r := range results {
 		wl := r.bench.workload
 		k, ok := index[wl]
@@ -140,29 +151,54 @@ func writeHTML(w io.Writer, cmd string, e env, results []result) error {
 			k = len(page.Workloads)
 			index[wl] = k
 			page.Workloads = append(page.Workloads, htmlWorkload{Name: wl, ID: "w" + strconv.Itoa(k+1)})
-			ns, allocs, impls = append(ns, nil), append(allocs, nil), append(impls, nil)
+			charts = append(charts, &chartData{name: wl})
 		}
 		s := sums[i]
-		ratio := "-"
-		if s.ratio > 0 {
-			ratio = strconv.FormatFloat(s.ratio, 'f', 2, 64)
-		}
-		page.Workloads[k].Rows = append(page.Workloads[k].Rows, htmlRow{
+		lo, hi := spread(r.runs)
+		row := htmlRow{
 			Impl: r.bench.impl, Ns: formatNs(s.ns), Bytes: formatCount(s.bytes), Allocs: formatCount(s.allocs),
-			Ratio: ratio, Extra: formatExtra(s.extra), Class: implClass(r.bench.impl),
-		})
-		ns[k] = append(ns[k], s.ns)
-		allocs[k] = append(allocs[k], s.allocs)
-		impls[k] = append(impls[k], r.bench.impl)
+			Ratio: "-", Extra: formatExtra(s.extra), Class: implClass(r.bench.impl),
+		}
+		if s.ratio > 0 {
+			row.Ratio = strconv.FormatFloat(s.ratio, 'f', 2, 64)
+		}
+		if len(r.runs) > 1 {
+			page.Spread = true
+			row.Spread = formatNs(lo) + "–" + formatNs(hi)
+		}
+		page.Workloads[k].Rows = append(page.Workloads[k].Rows, row)
+		c := charts[k]
+		c.impls = append(c.impls, r.bench.impl)
+		c.ns, c.lo, c.hi = append(c.ns, s.ns), append(c.lo, lo), append(c.hi, hi)
+		c.allocs = append(c.allocs, s.allocs)
+		if v, ok := s.extra[retainedMetric]; ok {
+			c.retained = append(c.retained, make([]float64, len(c.impls)-1-len(c.retained))...)
+			c.retained = append(c.retained, v)
+		}
 	}
-	for k := range page.Workloads {
-		svg, err := workloadChart(page.Workloads[k].Name, impls[k], ns[k], allocs[k])
+	for k, c := range charts {
+		if c.retained != nil {
+			c.retained = append(c.retained, make([]float64, len(c.impls)-len(c.retained))...)
+		}
+		svg, err := workloadChart(c)
 		if err != nil {
-			return fmt.Errorf("chart of %s: %w", page.Workloads[k].Name, err)
+			return fmt.Errorf("chart of %s: %w", c.name, err)
 		}
 		page.Workloads[k].Chart = template.HTML(svg)
 	}
 	return pageTemplate.Execute(w, page)
+}
+
+// spread is the least and the greatest ns/op of runs.
+func spread(runs []testing.BenchmarkResult) (lo, hi float64) {
+	for i, r := range runs {
+		v := float64(r.T.Nanoseconds()) / float64(r.N)
+		if i == 0 || v < lo {
+			lo = v
+		}
+		hi = max(hi, v)
+	}
+	return lo, hi
 }
 
 // formatCount prints B/op, allocs/op and the charts' value labels: as
@@ -179,14 +215,19 @@ func formatCount(v float64) string {
 	return s
 }
 
-// implClass sorts an impl into baseImpl, the other memkit variants
-// (memkit-bounded, ...), and the libraries memkit is compared with; the
-// charts and tables color them apart.
+// memkitPackages are the impl names that are memkit's own packages, used
+// bare where a workload compares them with memkit's main impl (bytepool in
+// SlabAllocFree): they are colored as memkit's.
+var memkitPackages = []string{"arena", "buddy", "buffer", "bytepool", "extent", "offheap", "ringbuf", "slab"}
+
+// implClass sorts an impl into baseImpl, memkit's other configurations and
+// packages (memkit-bounded, bytepool, ...), and the libraries memkit is
+// compared with; the charts and tables color them apart.
 func implClass(impl string) string {
 	switch {
 	case impl == baseImpl:
 		return "memkit"
-	case strings.HasPrefix(impl, baseImpl+"-"):
+	case strings.HasPrefix(impl, baseImpl+"-") || slices.Contains(memkitPackages, impl):
 		return "memkit-variant"
 	}
 	return "other"
@@ -201,31 +242,8 @@ var implColors = map[string]color.RGBA{
 }
 
 // chartFont is the font of every text in the charts: plot measures it from
-// its embedded copy, and the page embeds the same file for the browser.
+// its embedded copy; the page's CSS names it, with its metric twins.
 var chartFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-// fontFace returns the page's @font-face rule for chartFont, with the font
-// file inline as a data: URL, under the family name the SVG text uses.
-var fontFace = sync.OnceValues(func() (template.CSS, error) {
-	face := font.DefaultCache.Lookup(chartFont, 10)
-	if face.Face == nil {
-		return "", errors.New("plot has no font " + chartFont.Name())
-	}
-	var raw bytes.Buffer
-	if _, err := face.Face.WriteSourceTo(nil, &raw); err != nil {
-		return "", err
-	}
-	// The family as vgsvg writes it into each <text>: the font's own name.
-	name, err := face.Face.Name(nil, sfnt.NameIDFamily)
-	if err != nil {
-		return "", err
-	}
-	if strings.ContainsAny(name, `"\<>&;{}`) {
-		return "", fmt.Errorf("font family %q", name)
-	}
-	return template.CSS(fmt.Sprintf(`@font-face{font-family:"%s";font-style:normal;font-weight:normal;src:url(data:font/ttf;base64,%s) format("truetype")}`,
-		name, base64.StdEncoding.EncodeToString(raw.Bytes()))), nil
-})
 
 // Chart geometry, in points (vg.Length; 1/72 in, 4/3 of a CSS px).
 const (
@@ -235,47 +253,79 @@ const (
 	// panelMargin is roughly what a panel's axes and labels take of its
 	// width, to size the bars.
 	panelMargin vg.Length = 60
+	// maxChartWidth is the page's width: a wider chart would be scaled
+	// down, its text with it.
+	maxChartWidth vg.Length = 885
 )
 
 // workloadChart draws one workload as an SVG element: the workload's name
-// as title over two bar panels, ns/op and allocs/op, an impl per bar.
-func workloadChart(name string, impls []string, ns, allocs []float64) (string, error) {
-	n := len(impls)
-	// A panel gives each bar a 44 pt slot, within [240, 440] pt.
-	panelW := max(240, min(440, 44*vg.Length(n)+panelMargin))
+// as title over its panels, or "" when every panel would be all zeros.
+func workloadChart(c *chartData) (string, error) {
+	n := len(c.impls)
+	hasTime := slices.ContainsFunc(c.ns, func(v float64) bool { return v > 0 })
+	hasAllocs := slices.ContainsFunc(c.allocs, func(v float64) bool { return formatCount(v) != "0" })
+	hasRetained := slices.ContainsFunc(c.retained, func(v float64) bool { return v > 0 })
+	count := 0
+	for _, has := range []bool{hasTime, hasAllocs, hasRetained} {
+		if has {
+			count++
+		}
+	}
+	if count == 0 {
+		return "", nil
+	}
+	// A panel gives each bar a 44 pt slot, within [240, 440] pt, and the
+	// panels together fit the page's 885 pt (1180 CSS px).
+	panelW := max(240, min(440, 44*vg.Length(n)+panelMargin, (maxChartWidth-vg.Length(count-1)*panelGap)/vg.Length(count)))
 	slot := (panelW - panelMargin) / vg.Length(n)
 	barW := min(30, slot*0.7)
 	// Tick labels turn 35° when the longest would not fit its slot.
 	tick := textStyle(9)
 	rotate := false
-	for _, im := range impls {
+	for _, im := range c.impls {
 		if tick.Width(im) > slot-4 {
 			rotate = true
 		}
 	}
-	pns, err := barPanel("time (ns/op)", impls, ns, barW, rotate)
-	if err != nil {
-		return "", err
+	var panels []*plot.Plot
+	if hasTime {
+		p, err := ratioPanel(c, barW, rotate)
+		if err != nil {
+			return "", err
+		}
+		panels = append(panels, p)
 	}
-	pal, err := barPanel("allocations (allocs/op)", impls, allocs, barW, rotate)
-	if err != nil {
-		return "", err
+	if hasAllocs {
+		p, err := barPanel("allocations (allocs/op)", c.impls, c.allocs, barW, rotate, formatCount, 1, compact)
+		if err != nil {
+			return "", err
+		}
+		panels = append(panels, p)
+	}
+	if hasRetained {
+		b := func(v float64) string { return memkit.FormatBytes(uint64(max(v, 0))) }
+		p, err := barPanel("retained after the burst (bytes)", c.impls, c.retained, barW, rotate, b, binaryUnit(slices.Max(c.retained)), b)
+		if err != nil {
+			return "", err
+		}
+		panels = append(panels, p)
 	}
 
-	w := 2*panelW + panelGap
-	c := vgsvg.New(w, chartHeight+titleHeight)
-	dc := draw.New(c)
+	w := vg.Length(len(panels))*panelW + vg.Length(len(panels)-1)*panelGap
+	cv := vgsvg.New(w, chartHeight+titleHeight)
+	dc := draw.New(cv)
 	title := textStyle(14)
 	title.XAlign, title.YAlign = draw.XCenter, draw.YTop
-	dc.FillText(title, vg.Point{X: w / 2, Y: chartHeight + titleHeight - 6}, name)
+	dc.FillText(title, vg.Point{X: w / 2, Y: chartHeight + titleHeight - 6}, c.name)
 	body := draw.Crop(dc, 0, 0, 0, -titleHeight)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: panelGap, PadTop: 2, PadBottom: 4, PadLeft: 4, PadRight: 4}
-	cs := plot.Align([][]*plot.Plot{{pns, pal}}, tiles, body)
-	pns.Draw(cs[0][0])
-	pal.Draw(cs[0][1])
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: panelGap, PadTop: 2, PadBottom: 4, PadLeft: 4, PadRight: 4}
+	cs := plot.Align([][]*plot.Plot{panels}, tiles, body)
+	for i, p := range panels {
+		p.Draw(cs[0][i])
+	}
 
 	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
+	if _, err := cv.WriteTo(&b); err != nil {
 		return "", err
 	}
 	// Inline, the element starts at <svg: drop the XML declaration and
@@ -285,8 +335,157 @@ func workloadChart(name string, impls []string, ns, allocs []float64) (string, e
 	if i < 0 {
 		return "", errors.New("vgsvg wrote no <svg> element")
 	}
-	label := template.HTMLEscapeString(name + ": ns/op and allocs/op per implementation")
+	label := template.HTMLEscapeString(c.name + ": time relative to " + c.baseLabel() + ", and allocations, per implementation")
 	return `<svg class="chart" role="img" aria-label="` + label + `"` + strings.TrimPrefix(svg[i:], "<svg"), nil
+}
+
+// baseLabel names what the workload's times are divided by.
+func (c *chartData) baseLabel() string {
+	if c.baseName == baseImpl {
+		return baseImpl
+	}
+	return "the fastest"
+}
+
+// ratioPanel is the time panel: each impl's median ns/op divided by
+// memkit's (by the fastest impl's when memkit did not run), as a bar from
+// 1 on a log scale, so that a pool 50 times faster than make is not a
+// one-pixel sliver beside it; with its min–max over the runs as a
+// whisker. Some time must be non-zero.
+func ratioPanel(c *chartData, barW vg.Length, rotate bool) (*plot.Plot, error) {
+	base := 0.0
+	for i, im := range c.impls {
+		if im == baseImpl && c.ns[i] > 0 {
+			base, c.baseName = c.ns[i], baseImpl
+		}
+	}
+	if base == 0 {
+		for i, v := range c.ns {
+			if v > 0 && (base == 0 || v < base) {
+				base, c.baseName = v, c.impls[i]
+			}
+		}
+	}
+	r := &ratioBars{width: barW}
+	for i, im := range c.impls {
+		r.vals = append(r.vals, c.ns[i]/base)
+		r.lo = append(r.lo, c.lo[i]/base)
+		r.hi = append(r.hi, c.hi[i]/base)
+		r.colors = append(r.colors, implColors[implClass(im)])
+	}
+	p := newPanel("time relative to " + c.baseLabel() + " (log scale)")
+	p.Add(r)
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Min, p.Y.Max = r.yRange()
+	p.Y.Tick.Marker = plot.TickerFunc(ratioTicks)
+	labels := plotter.XYLabels{XYs: make(plotter.XYs, len(r.vals)), Labels: make([]string, len(r.vals))}
+	for i, v := range r.vals {
+		labels.XYs[i] = plotter.XY{X: float64(i), Y: max(v, r.hi[i], 1)}
+		labels.Labels[i] = formatRatio(v)
+	}
+	vl, err := plotter.NewLabels(labels)
+	if err != nil {
+		return nil, err
+	}
+	styleValueLabels(vl)
+	// A bar down from 1 (faster than the base) is labeled under its end.
+	for i, v := range r.vals {
+		if v < 1 && v > 0 && formatRatio(v) != "1×" {
+			vl.XYs[i].Y = min(v, r.lo[i])
+			vl.TextStyle[i].YAlign = draw.YTop
+		}
+	}
+	p.Add(vl)
+	nominal(p, c.impls, rotate)
+	return p, nil
+}
+
+// ratioBars draws bars from 1 to each value on the panel's (log) Y axis,
+// a reference line at 1, and whiskers from lo to hi where they differ.
+type ratioBars struct {
+	vals, lo, hi []float64
+	colors       []color.Color
+	width        vg.Length
+}
+
+func (r *ratioBars) yRange() (lo, hi float64) {
+	lo, hi = 1, 1
+	for i, v := range r.vals {
+		if v > 0 {
+			lo, hi = min(lo, v, r.lo[i]), max(hi, v, r.hi[i])
+		}
+	}
+	// Room below for the axis and above for the value labels.
+	return lo / 1.5, hi * 1.8
+}
+
+// DataRange implements plot.DataRanger.
+func (r *ratioBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	ymin, ymax = r.yRange()
+	return -0.5, float64(len(r.vals)) - 0.5, ymin, ymax
+}
+
+// Plot implements plot.Plotter.
+func (r *ratioBars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	one := trY(1)
+	ref := draw.LineStyle{Color: color.Gray{0x70}, Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
+	c.StrokeLine2(ref, c.Min.X, one, c.Max.X, one)
+	whisker := draw.LineStyle{Color: color.Gray{0x30}, Width: vg.Points(1)}
+	for i, v := range r.vals {
+		if v <= 0 {
+			continue
+		}
+		x := trX(float64(i))
+		y0, y1 := min(one, trY(v)), max(one, trY(v))
+		if y1-y0 < 3 { // about 1: a band on the reference line, to show the color
+			y0, y1 = one-1.5, one+1.5
+		}
+		half := r.width / 2
+		c.FillPolygon(r.colors[i], c.ClipPolygonY([]vg.Point{{X: x - half, Y: y0}, {X: x + half, Y: y0}, {X: x + half, Y: y1}, {X: x - half, Y: y1}}))
+		if r.hi[i] > r.lo[i]*1.0001 {
+			lo, hi := trY(r.lo[i]), trY(r.hi[i])
+			c.StrokeLine2(whisker, x, lo, x, hi)
+			c.StrokeLine2(whisker, x-half/2, lo, x+half/2, lo)
+			c.StrokeLine2(whisker, x-half/2, hi, x+half/2, hi)
+		}
+	}
+}
+
+// formatRatio prints a ratio to memkit with two or three significant
+// digits: 0.52×, 1×, 3.4×, 120×, 45k×; below 0.001, as 1/N×.
+func formatRatio(v float64) string {
+	switch {
+	case v <= 0:
+		return "0"
+	case v < 0.001:
+		return "1/" + compact(math.Round(1/v)) + "×"
+	case v >= 1000:
+		return compact(float64(int64(v/math.Pow(10, math.Floor(math.Log10(v))-1)))*math.Pow(10, math.Floor(math.Log10(v))-1)) + "×"
+	case v >= 100:
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64) + "×"
+	}
+	return strconv.FormatFloat(v, 'g', 2, 64) + "×"
+}
+
+// ratioTicks labels a log ratio axis at 1, 2 and 5 times powers of ten,
+// or at every k-th power of ten alone when that would be more than eight
+// labels.
+func ratioTicks(lo, hi float64) []plot.Tick {
+	first, last := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	mults, step := []float64{1, 2, 5}, 1.0
+	if last-first > 2 {
+		mults, step = []float64{1}, math.Ceil((last-first+1)/8)
+	}
+	var ticks []plot.Tick
+	for e := first; e <= last; e += step {
+		for _, m := range mults {
+			if v := m * math.Pow(10, e); v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v, Label: formatRatio(v)})
+			}
+		}
+	}
+	return ticks
 }
 
 // textStyle is plot's text style in chartFont at size points.
@@ -298,9 +497,9 @@ func textStyle(size vg.Length) text.Style {
 	}
 }
 
-// barPanel is one panel of a workload's chart: a bar per impl of height
-// vals[i], labeled with its value, in the color of the impl's implClass.
-func barPanel(title string, impls []string, vals []float64, barW vg.Length, rotate bool) (*plot.Plot, error) {
+// newPanel is an empty panel titled title, in chartFont, with a light
+// horizontal grid.
+func newPanel(title string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font = font.From(chartFont, 11)
@@ -313,7 +512,47 @@ func barPanel(title string, impls []string, vals []float64, barW vg.Length, rota
 	grid.Vertical.Width = 0
 	grid.Horizontal.Color = color.Gray{0xe0}
 	p.Add(grid)
+	return p
+}
 
+// nominal names the panel's bars after impls, turning the names when they
+// would not fit.
+func nominal(p *plot.Plot, impls []string, rotate bool) {
+	p.NominalX(impls...)
+	p.Y.Padding = 0
+	p.X.Min, p.X.Max = -0.5, float64(len(impls))-0.5
+	if rotate {
+		p.X.Tick.Label.Rotation = 35 * math.Pi / 180
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
+	}
+}
+
+// styleValueLabels sets the font and placement of the labels over bars.
+func styleValueLabels(vl *plotter.Labels) {
+	for i := range vl.TextStyle {
+		vl.TextStyle[i].Font = font.From(chartFont, 8)
+		vl.TextStyle[i].XAlign = draw.XCenter
+		vl.TextStyle[i].YAlign = draw.YBottom
+	}
+	vl.Offset = vg.Point{Y: 0}
+}
+
+// binaryUnit is the power of 1024 at or below v (at least 1), so that byte
+// ticks fall on round binary values: 16MiB, 32MiB, not 23.8MiB.
+func binaryUnit(v float64) float64 {
+	u := 1.0
+	for u*1024 <= v {
+		u *= 1024
+	}
+	return u
+}
+
+// barPanel is a linear panel: a bar per impl of height vals[i] from 0,
+// labeled by label, in the color of the impl's implClass, with Y ticks at
+// round multiples of unit, labeled by tick.
+func barPanel(title string, impls []string, vals []float64, barW vg.Length, rotate bool, label func(float64) string, unit float64, tick func(float64) string) (*plot.Plot, error) {
+	p := newPanel(title)
 	top := 0.0
 	labels := plotter.XYLabels{XYs: make(plotter.XYs, len(vals)), Labels: make([]string, len(vals))}
 	for i, v := range vals {
@@ -326,51 +565,32 @@ func barPanel(title string, impls []string, vals []float64, barW vg.Length, rota
 		bar.LineStyle.Width = 0
 		p.Add(bar)
 		labels.XYs[i] = plotter.XY{X: float64(i), Y: v}
-		labels.Labels[i] = formatCount(v)
+		labels.Labels[i] = label(v)
 		top = max(top, v)
 	}
 	vl, err := plotter.NewLabels(labels)
 	if err != nil {
 		return nil, err
 	}
-	for i := range vl.TextStyle {
-		vl.TextStyle[i].Font = font.From(chartFont, 8)
-		vl.TextStyle[i].XAlign = draw.XCenter
-		vl.TextStyle[i].YAlign = draw.YBottom
-	}
-	vl.Offset = vg.Point{Y: 2}
+	styleValueLabels(vl)
 	p.Add(vl)
-
-	p.NominalX(impls...)
-	p.Y.Padding = 0
-	p.X.Min, p.X.Max = -0.5, float64(len(impls))-0.5
-	if rotate {
-		p.X.Tick.Label.Rotation = 35 * math.Pi / 180
-		p.X.Tick.Label.XAlign = draw.XRight
-		p.X.Tick.Label.YAlign = draw.YCenter
-	}
+	nominal(p, impls, rotate)
 	p.Y.Min = 0
-	if top < 0.005 {
-		p.Y.Max = 1 // all zero, as formatCount prints them: bars flat on the axis
-	} else {
-		p.Y.Max = top * 1.12 // room for the value labels
-	}
-	p.Y.Tick.Marker = plot.TickerFunc(compactTicks)
+	p.Y.Max = top * 1.12 // room for the value labels
+	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		ticks := plot.DefaultTicks{}.Ticks(lo/unit, hi/unit)
+		for i := range ticks {
+			ticks[i].Value *= unit
+			if ticks[i].Label != "" {
+				ticks[i].Label = tick(ticks[i].Value)
+			}
+		}
+		return ticks
+	})
 	return p, nil
 }
 
-// compactTicks are plot's default ticks labeled without exponents:
-// 2000 as 2k, 1500000 as 1.5M.
-func compactTicks(lo, hi float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ticks {
-		if ticks[i].Label != "" {
-			ticks[i].Label = compact(ticks[i].Value)
-		}
-	}
-	return ticks
-}
-
+// compact labels a tick without exponents: 2000 as 2k, 1500000 as 1.5M.
 func compact(v float64) string {
 	for _, u := range []struct {
 		div    float64
@@ -393,7 +613,6 @@ var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1"/>
 <title>memkit bench report, {{.Env.Date}}</title>
 <style>
-{{.FontFace}}
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; margin: 1.5em auto; max-width: 1180px; padding: 0 1em; color: #1f2328; }
 h1 { font-size: 1.5em; margin-bottom: 0.3em; }
 code, pre { font-family: "Liberation Mono", Menlo, Consolas, monospace; font-size: 0.9em; }
@@ -402,6 +621,7 @@ pre { background: #f4f5f7; padding: 0.6em 0.8em; overflow-x: auto; }
 nav ul { columns: 3; font-size: 0.9em; padding-left: 1.2em; }
 section { margin: 2em 0; border-top: 1px solid #d8dbe0; padding-top: 1em; }
 svg.chart { display: block; max-width: 100%; height: auto; }
+svg.chart text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif !important; }
 table { border-collapse: collapse; font-size: 0.9em; margin-top: 0.6em; }
 th, td { padding: 0.2em 0.8em; text-align: right; border-bottom: 1px solid #eceef1; }
 th:first-child, td:first-child, td.extra { text-align: left; }
@@ -419,9 +639,11 @@ tr.memkit-variant td:first-child { color: #c95f12; }
 <p id="machine">goos: {{.Env.GOOS}} · goarch: {{.Env.GOARCH}} · cpu: {{.Env.CPU}} · go: {{.Env.Go}} · GOMAXPROCS: {{.Env.GOMAXPROCS}}</p>
 <p id="run">date: {{.Env.Date}} · benchtime: {{.Env.Benchtime}} · count: {{.Env.Count}} · {{len .Workloads}} workloads, {{.Benches}} benchmarks</p>
 <pre id="command">{{.Command}}</pre>
-<p>Each chart shows, per implementation, the median over the runs of ns/op and of allocs/op; lower is better.
-The ratio column is ns/op divided by memkit's in the same workload.</p>
-<p class="legend"><span><span class="swatch memkit"></span>memkit</span> <span><span class="swatch memkit-variant"></span>other memkit configurations</span> <span><span class="swatch other"></span>the libraries compared</span></p>
+<p>Each chart shows, per implementation, its median ns/op over the runs divided by memkit's, on a log scale
+(a bar up from the dashed line at 1× is slower than memkit, down from it faster){{if .Spread}}, with a whisker from the fastest
+to the slowest run{{end}}; then allocs/op unless all are zero, and for burst workloads the memory still retained after the burst.
+Lower is better. The ratio column is ns/op divided by memkit's in the same workload.</p>
+<p class="legend"><span><span class="swatch memkit"></span>memkit</span> <span><span class="swatch memkit-variant"></span>memkit's other configurations and packages</span> <span><span class="swatch other"></span>the libraries compared</span></p>
 <nav><ul>
 {{- range .Workloads}}
 <li><a href="#{{.ID}}">{{.Name}}</a></li>
@@ -429,12 +651,13 @@ The ratio column is ns/op divided by memkit's in the same workload.</p>
 </ul></nav>
 {{- range .Workloads}}
 <section id="{{.ID}}">
-{{.Chart}}
+{{if .Chart}}{{.Chart}}{{else}}<h2>{{.Name}}</h2>
+<p class="nochart">No chart: every figure is zero.</p>{{end}}
 <table>
-<thead><tr><th>impl</th><th>ns/op</th><th>B/op</th><th>allocs/op</th><th>ratio</th><th>extra</th></tr></thead>
+<thead><tr><th>impl</th><th>ns/op</th>{{if $.Spread}}<th>min–max</th>{{end}}<th>B/op</th><th>allocs/op</th><th>ratio</th><th>extra</th></tr></thead>
 <tbody>
 {{- range .Rows}}
-<tr class="{{.Class}}"><td>{{.Impl}}</td><td>{{.Ns}}</td><td>{{.Bytes}}</td><td>{{.Allocs}}</td><td>{{.Ratio}}</td><td class="extra">{{.Extra}}</td></tr>
+<tr class="{{.Class}}"><td>{{.Impl}}</td><td>{{.Ns}}</td>{{if $.Spread}}<td>{{.Spread}}</td>{{end}}<td>{{.Bytes}}</td><td>{{.Allocs}}</td><td>{{.Ratio}}</td><td class="extra">{{.Extra}}</td></tr>
 {{- end}}
 </tbody>
 </table>

@@ -166,6 +166,69 @@ func TestRun_HTML(t *testing.T) {
 			t.Errorf("section %s has %d table rows, want 4", id, rep.rows[id])
 		}
 	}
+	// Small enough to attach to an issue: no embedded font.
+	if len(data) > 64<<10 {
+		t.Errorf("report of 2 workloads is %d bytes; want under 64KiB", len(data))
+	}
+}
+
+// TestWriteHTML_SpreadRetainedColors checks what the report shows beyond
+// medians: the min–max over runs when there are several, the memory a
+// burst workload retained, memkit's own packages in memkit's colors, and
+// no allocations panel when every allocs/op is zero.
+func TestWriteHTML_SpreadRetainedColors(t *testing.T) {
+	rs := fakeResults([]string{"SlabAllocFree/size=64B"}, []string{"memkit", "bytepool", "syncpool"}, []float64{40, 50, 60}, []float64{0, 0, 0})
+	for i := range rs { // a second, slower run of each
+		r := rs[i].runs[0]
+		r.T = r.T * 11 / 10
+		rs[i].runs = append(rs[i].runs, r)
+	}
+	burst := fakeResults([]string{"BurstIdle/size=64KiB"}, []string{"memkit", "make"}, []float64{1e9, 2e9}, []float64{1, 8192})
+	for i, v := range []float64{1 << 20, 512 << 20} {
+		burst[i].runs[0].Extra = map[string]float64{retainedMetric: v}
+		burst[i].runs = append(burst[i].runs, burst[i].runs[0])
+	}
+	var b bytes.Buffer
+	if err := writeHTML(&b, "memkit bench --count 2", fakeEnv(), append(rs, burst...)); err != nil {
+		t.Fatal(err)
+	}
+	rep := parseReport(t, b.String())
+	texts := strings.Join(rep.svgTexts, "\n")
+	for _, want := range []string{"retained after the burst (bytes)", "1MiB", "512MiB"} {
+		if !strings.Contains(texts, want) {
+			t.Errorf("chart texts lack %q:\n%s", want, texts)
+		}
+	}
+	if strings.Count(texts, "allocations (allocs/op)") != 1 {
+		t.Errorf("want an allocations panel for BurstIdle only:\n%s", texts)
+	}
+	page := b.String()
+	for _, want := range []string{"<th>min–max</th>", "<td>42.0</td><td>40.0–44.0</td>", `<tr class="memkit-variant"><td>bytepool</td>`, "with a whisker from the fastest"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	// Whiskers: three strokes (stem and two caps) per impl with a spread:
+	// the slab workload's three; the burst's runs are alike.
+	if n := strings.Count(page, `stroke:#303030`); n != 3*3 {
+		t.Errorf("%d whisker strokes; want 3 per impl", n)
+	}
+	for impl, want := range map[string]string{"memkit": "memkit", "memkit-bounded": "memkit-variant", "bytepool": "memkit-variant", "slab": "memkit-variant", "syncpool": "other", "memkitish": "other"} {
+		if got := implClass(impl); got != want {
+			t.Errorf("implClass(%q) = %q; want %q", impl, got, want)
+		}
+	}
+}
+
+func TestFormatRatio(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{{0, "0"}, {0.0004, "1/2.5k×"}, {0.05, "0.05×"}, {0.523, "0.52×"}, {1, "1×"}, {3.44, "3.4×"}, {123.4, "123×"}, {12101, "12k×"}, {2e9, "2G×"}} {
+		if got := formatRatio(tc.v); got != tc.want {
+			t.Errorf("formatRatio(%v) = %q; want %q", tc.v, got, tc.want)
+		}
+	}
 }
 
 func TestRun_HTMLErrors(t *testing.T) {
@@ -229,7 +292,9 @@ func fakeEnv() env {
 }
 
 // TestWriteHTML_Shapes renders charts that are easy to get wrong: many
-// impls (rotated labels), one impl, all-zero values, no memkit, names that
+// impls (rotated labels) over a range of 1:1,000,000 (a log axis with a
+// label per power of ten, not one per 1-2-5), one impl, all-zero values
+// (no chart at all), no memkit (times relative to the fastest), names that
 // need escaping.
 func TestWriteHTML_Shapes(t *testing.T) {
 	many := []string{"memkit", "memkit-cache", "memkit-bounded", "make", "syncpool", "mcache", "bytebufferpool", "libp2p", "grpc", "chan-only", "a-rather-long-impl-name", "x"}
@@ -252,21 +317,28 @@ func TestWriteHTML_Shapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := parseReport(t, b.String())
-	if rep.charts != 4 {
-		t.Errorf("%d charts, want 4", rep.charts)
+	if rep.charts != 3 {
+		t.Errorf("%d charts, want 3 (none for the all-zero workload)", rep.charts)
+	}
+	if !strings.Contains(rep.byID["w3"], "No chart: every figure is zero.") {
+		t.Errorf("the all-zero workload's section: %q", rep.byID["w3"])
 	}
 	checkMachine(t, rep)
 	if got, want := rep.byID["command"], `memkit bench --filter '<&>"'\'''`; got != want {
 		t.Errorf("command line %q, want %q", got, want)
 	}
 	texts := strings.Join(rep.svgTexts, "\n")
-	for _, want := range []string{`Esc/<a&b>"'`, `<i>&"'`, "a-rather-long-impl-name", "1000000000", "0.5", "120k"} {
+	for _, want := range []string{`Esc/<a&b>"'`, `<i>&"'`, "a-rather-long-impl-name",
+		"time relative to memkit (log scale)", "time relative to the fastest (log scale)", "2G×", "1×", "12k×", "10k×", "100k×"} {
 		if !strings.Contains(texts, want) {
 			t.Errorf("chart texts lack %q:\n%s", want, texts)
 		}
 	}
 	if strings.Contains(texts, "e+") || strings.Contains(texts, "e-") || strings.Contains(texts, "0.00\n") {
 		t.Errorf("chart texts in exponent notation or zero as 0.00:\n%s", texts)
+	}
+	if n := strings.Count(texts, "×\n"); n > 40 {
+		t.Errorf("%d ratio labels: the log axes are crowded\n%s", n, texts)
 	}
 	if rep.rows["w1"] != len(many)+1 || rep.rows["w2"] != 2 || rep.rows["w3"] != 3 || rep.rows["w4"] != 3 {
 		t.Errorf("table rows per section: %v", rep.rows)
@@ -360,8 +432,9 @@ func TestHTML_Chromium(t *testing.T) {
 	if nonWhite < total/50 {
 		t.Errorf("screenshot is %.2f%% not white: blank?", 100*float64(nonWhite)/float64(total))
 	}
-	// Each memkit ns/op bar is about 40x80 px, the legend swatch 14x14.
-	if memkit < 3000 {
+	// memkit is the base of the time panels: a band on their line at 1×,
+	// some 40x4 px each, with the legend swatch and the table's names.
+	if memkit < 300 {
 		t.Errorf("%d pixels of memkit's color %v; want its bars to show", memkit, bar)
 	}
 	if t.Failed() {
