@@ -25,7 +25,8 @@
 //   - Slabs that become entirely free are released, after a hysteresis set
 //     with [WithIdleSlabs], to the GC or, with [WithFree], to the OS.
 //   - [Arena.ReadStats] reports the shared [memkit.Stats] with a row per
-//     chunk class.
+//     chunk class, and may be called from any goroutine (by
+//     [memkit.Publish], for instance) while the owner uses the arena.
 //
 // # Typed views
 //
@@ -92,6 +93,24 @@
 // stack per Alloc and touches every byte of a chunk at Alloc and at its
 // last DecRef: Alloc and DecRef cost microseconds instead of nanoseconds,
 // and chunks in quarantine keep their slabs.
+//
+// # Cost and statistics
+//
+// An [Arena]'s Alloc+DecRef of a chunk takes about 6 ns and no atomic
+// instruction; a [Shared]'s about four times that, two uncontended shard
+// locks being most of it. Neither allocates once warm.
+//
+// An Arena counts every Alloc and DecRef exactly, in plain fields only its
+// owner touches, and publishes the counts for [Arena.ReadStats] with
+// atomic stores: a class's counts at once when a slab of it is taken or
+// released, a chunk handed out for the first time, or a chunk freed off
+// the hot paths (one that was chained or had more than one reference), and
+// every 64 Allocs or DecRefs otherwise. So ReadStats, from any goroutine, reads values the arena had,
+// never negative; its per-class Allocs and Frees (and the LiveObjects,
+// InUseBytes and IdleObjects derived from them) lag the exact counts by
+// fewer than 64 each, and Grows, Releases, ReservedBytes, Failures and
+// BadFrees are exact. A Shared's ReadStats is exact: it reads each shard's
+// counts under the shard's lock.
 //
 // # Concurrency
 //

@@ -23,17 +23,20 @@ import (
 // other. The zero value is not usable: a Shared must be created with
 // [NewShared]. It must not be copied after first use.
 //
-// Each shard is an Arena behind its own mutex. Alloc takes the shard
-// its goroutine hashes to (by an address on its stack, so goroutines
-// spread and each keeps hitting its own cache-warm shard), or the next
-// free one if that is busy; each method on an existing buffer finds its
-// shard in a copy-on-write table of slabs (one atomic load and a binary
-// search over the slabs) and locks that shard. So every method costs what
-// the Arena's does plus an uncontended mutex Lock and Unlock (two atomic
-// instructions) and the table search, about 20 ns on a current x86 core,
-// and none allocates once warm. Chains may link
-// chunks of different shards; dropping a chain releases each shard in
-// turn, never holding two locks.
+// Each shard is an Arena behind its own spinlock (memkit's internal/shard).
+// Alloc takes the shard its goroutine hashes to (by an address on its
+// stack, so goroutines spread and each keeps hitting its own cache-warm
+// shard), or the next free one if that is busy; each method on an existing
+// buffer finds its shard in a copy-on-write table of slabs (one atomic load
+// and a binary search over the slabs) and locks that shard. So every
+// method costs what the Arena's does plus one uncontended lock and unlock
+// (two atomic instructions) and, but for Alloc, the table search; an
+// Alloc+DecRef pair takes two locks, which is most of its cost, and about
+// three times a sync.Pool Get+Put (see BenchmarkShared_Floor). None
+// allocates once warm. Chains may link chunks of different shards;
+// dropping a chain releases each shard in turn, never holding two locks.
+//
+// [Shared.ReadStats] is exact: it takes each shard's lock in turn.
 //
 // Memory behaves as in an Arena, per shard: each shard keeps its own slabs,
 // so up to one partly used slab per class per shard, plus the idle slabs
