@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit"
-	"github.com/memkit/memkit/buddy"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
