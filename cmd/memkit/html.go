@@ -468,13 +468,13 @@ func formatRatio(v float64) string {
 	return strconv.FormatFloat(v, 'g', 2, 64) + "×"
 }
 
-// ratioTicks labels a log ratio axis at 1, 2 and 5 times powers of ten,
-// or at every k-th power of ten alone when that would be more than eight
-// labels.
+// ratioTicks labels a log ratio axis at 1, 2 and 5 times powers of ten
+// over up to three decades, and beyond at every k-th power of ten alone,
+// at most eight of them.
 func ratioTicks(lo, hi float64) []plot.Tick {
 	first, last := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
 	mults, step := []float64{1, 2, 5}, 1.0
-	if last-first > 2 {
+	if last-first > 3 {
 		mults, step = []float64{1}, math.Ceil((last-first+1)/8)
 	}
 	var ticks []plot.Tick
