@@ -123,13 +123,15 @@ func (p *FixedPool) poisonAll() {
 
 // takeChecked is take in the checked build: a header of its own for every
 // checkout, and the poison checked before the buffer is handed out.
-func (p *FixedPool) takeChecked(s *fixedShard, sl *fixedSlot, i int32) *Buffer {
+func (p *FixedPool) takeChecked(i int) *Buffer {
+	sl := &p.slots[i]
+	b := &Buffer{pool: p.pool, fp: p, slot: int32(i)}
+	p.dbgMu.Lock()
 	prev := sl.dbg
-	b := &Buffer{pool: p.pool, fp: p, slot: i}
 	sl.dbg = b
 	sl.out = 1
-	s.mu.Unlock()
-	mem := p.slotMem(i)
+	p.dbgMu.Unlock()
+	mem := p.slotMem(int32(i))
 	if k := checked.FirstNot(mem, checked.PoisonByte); k >= 0 {
 		var rec *checked.Record
 		if prev != nil {
@@ -144,6 +146,33 @@ func (p *FixedPool) takeChecked(s *fixedShard, sl *fixedSlot, i int32) *Buffer {
 	b.buf = mem[:0]
 	p.track.Alloc(b.addr(), p.size, checked.SkipWithin(pkgPath))
 	return b
+}
+
+// closeChecked is close of a reserved buffer in the checked build: under
+// dbgMu, so that of two Closes of one header exactly one succeeds, the
+// slot stops being out; then it waits in the quarantine.
+func (p *FixedPool) closeChecked(b *Buffer, op string) error {
+	sl := &p.slots[b.slot]
+	p.dbgMu.Lock()
+	if !sl.isOut(b) {
+		p.dbgMu.Unlock()
+		p.badCloses.Add(1)
+		return ErrClosed
+	}
+	sl.out = 0
+	b.state = stFree
+	grown, owned := b.buf, b.owned
+	b.buf, b.off, b.owned = nil, 0, false
+	p.held.Add(1)
+	p.dbgMu.Unlock()
+	p.hold(b, op)
+	if owned {
+		p.pool.bp.Put(grown)
+		if p.budget != nil {
+			p.budget.Release(int64(cap(grown)))
+		}
+	}
+	return nil
 }
 
 // chargeGrowth charges the budget for b's move to storage of newCap bytes

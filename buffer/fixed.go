@@ -1,6 +1,7 @@
 package buffer
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -32,30 +33,34 @@ import (
 // Buffer it hands out is not (see [Buffer]). The zero value is not usable:
 // a FixedPool must be created with [NewFixedPool]. It must not be copied.
 //
-// Checkout and Close take one uncontended compare-and-swap and one store
-// each and never allocate (a miss allocates the fresh buffer). The idle
-// buffers are spread over shards, two per P (at most 64); a goroutine checks
-// out from the shard its stack address hashes to, where the buffer it
-// returned last most likely waits, still in cache; only when that shard is
-// empty does it look at the others (so a Checkout racing with the Close of
-// the last idle buffer may miss it, and count a miss). Each buffer goes
-// back to its own shard, under that shard's lock, which is what makes the
-// double-Close check exact even when two goroutines Close one buffer at
-// once.
+// Checkout and Close take one uncontended compare-and-swap each, take no
+// lock and never allocate (a miss allocates the fresh buffer). The buffers
+// are grouped sixteen to a shard, whose idle buffers are the bits of one
+// atomic word, with the count of its checkouts in the word's other bits.
+// A goroutine checks out from the shard its stack address hashes to,
+// taking the lowest idle buffer, most likely the one it returned last,
+// still in cache; only when that shard is empty does it look at the
+// others, up to count/16 loads (so a Checkout racing with the Close of
+// the last idle buffer may miss it, and count a miss). Close sets the
+// buffer's bit back with a compare-and-swap that fails when the bit is set
+// already, which is what makes the double-Close check exact even when two
+// goroutines Close one buffer at once.
 //
 // The pool holds count×size bytes in one Go-heap allocation the GC does
 // not scan, plus about 150 bytes of bookkeeping per buffer (two Buffer
-// headers, see below). The memory is not zeroed between checkouts: a
-// buffer's storage past its length holds what earlier users wrote.
+// headers, see below) and a 64-byte word per sixteen buffers. The memory
+// is not zeroed between checkouts: a buffer's storage past its length
+// holds what earlier users wrote.
 //
 // # Late use
 //
 // Each buffer alternates between two Buffer headers, so a Close through a
 // stale *Buffer — one kept after its Close — returns [ErrClosed] even after
 // the buffer was checked out again once; only after a second checkout
-// does the stale header serve a new owner. Close also detaches a header's
-// storage, so that a stale write lands in fresh memory rather than in the
-// next user's buffer. The release build cannot tell a stale Close through
+// does the stale header serve a new owner. The next checkout of the buffer
+// detaches the closed header from its storage (and Close at once from
+// expanded storage, which goes back to bytepool), so that a stale write
+// lands in fresh memory rather than in the next user's buffer. The release build cannot tell a stale Close through
 // a header that serves a new owner from the owner's own Close: it closes
 // the owner's checkout. With the memkitdebug build tag every checkout gets
 // a header of its own, every stale Close returns ErrClosed (a stale Free
@@ -79,12 +84,15 @@ type FixedPool struct {
 	pool   *Pool // storage of expanded buffers
 	mem    []byte
 	slots  []fixedSlot
-	shards []fixedShard
-	mask   uintptr // len(shards) - 1
+	shards []fixedShard // slot i's bit is i%16 of shards[i/16]
+
+	// The counters of the slow paths.
+	misses, missCloses, expansions, refusals, badCloses atomic.Uint64
 
 	budget *budget.Budget   // misses and expansions; nil: no limit, no alert
 	track  *checked.Tracker // checked build only: the checkouts out
 	held   atomic.Int64     // checked build only: closed slots in the quarantine
+	dbgMu  shard.Lock       // checked build only: orders the Closes
 }
 
 // slotGuard is the gap of guard bytes after each slot in the checked build,
@@ -92,18 +100,18 @@ type FixedPool struct {
 // is reported at Close.
 const slotGuard = 16
 
-// fixedSlot is one buffer of the pool. Its home shard, index & mask,
-// guards its fields.
+// fixedSlot is one buffer of the pool. The goroutine that cleared its
+// bit in its shard's word (a checkout) owns its fields until the Close that
+// sets the bit again.
 type fixedSlot struct {
-	next int32   // the next idle slot in the shard's free list, or -1
-	out  uint8   // 0 while idle, else 1 + the index of the header out
+	out  uint8   // 1 + the index of the header of the last checkout
 	flip uint8   // the header the next checkout uses
 	dbg  *Buffer // checked build: the header of the last checkout, or nil
 	hdr  [2]Buffer
 }
 
-// isOut reports whether b is the header through which the slot is checked
-// out; the slot's home shard must be locked.
+// isOut reports whether b is the header through which the slot, which its
+// shard's word shows checked out, was checked out.
 func (sl *fixedSlot) isOut(b *Buffer) bool {
 	if checked.Enabled {
 		return sl.out != 0 && sl.dbg == b
@@ -111,23 +119,19 @@ func (sl *fixedSlot) isOut(b *Buffer) bool {
 	return sl.out != 0 && &sl.hdr[sl.out-1] == b
 }
 
-// fixedShard is a free list of the slots whose home it is, behind a
-// one-word spinlock, with the counters of the operations it served.
+// fixedShard is sixteen slots: a word whose low 16 bits are the slots that
+// are idle and whose high 48 bits count the checkouts it served, alone on
+// its cache line.
 type fixedShard struct {
-	mu   shard.Lock
-	top  int32 // first idle slot, or -1
-	idle int32
-
-	hits, closes         uint64
-	misses, missCloses   uint64
-	expansions, refusals uint64
-	badCloses            uint64
-
-	_ shard.Pad
+	w atomic.Uint64
+	_ [56]byte
 }
 
-// TryLock locks s if it is free, for shard.LockAny.
-func (s *fixedShard) TryLock() bool { return s.mu.TryLock() }
+const (
+	shardSlots  = 16
+	idleMask    = 1<<shardSlots - 1
+	oneCheckout = 1 << shardSlots
+)
 
 // NewFixedPool reserves count buffers of size bytes and returns the pool,
 // or an error naming the bad parameter or option, or saying that the
@@ -171,18 +175,13 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 			return nil, err
 		}
 	}
-	n := min(shard.PerP(2, 1), 64)
-	for n > count {
-		n /= 2
-	}
 	p := &FixedPool{
 		size:   size,
 		strict: cfg.overflow == Strict,
 		pool:   grow,
 		mem:    make([]byte, count*stride),
 		slots:  make([]fixedSlot, count),
-		shards: make([]fixedShard, n),
-		mask:   uintptr(n - 1),
+		shards: make([]fixedShard, (count+shardSlots-1)/shardSlots),
 	}
 	if cfg.setBudget || cfg.alertFn != nil {
 		p.budget = budget.New(cfg.budget, cfg.alertAt, cfg.alertFn)
@@ -192,17 +191,11 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 		checked.Register(p, p.track)
 		p.poisonAll()
 	}
-	for i := range p.shards {
-		p.shards[i].top = -1
-	}
-	for i := count - 1; i >= 0; i-- {
+	for i := range p.slots {
 		for k := range p.slots[i].hdr {
 			p.slots[i].hdr[k] = Buffer{pool: grow, fp: p, slot: int32(i), state: stFree}
 		}
-		s := &p.shards[uintptr(i)&p.mask]
-		p.slots[i].next = s.top
-		s.top = int32(i)
-		s.idle++
+		p.shards[i/shardSlots].w.Store(p.shards[i/shardSlots].w.Load() | 1<<(i%shardSlots))
 	}
 	return p, nil
 }
@@ -212,17 +205,16 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 // which the pool does not keep, and counts a miss. Give the buffer back
 // with [Buffer.Close].
 func (p *FixedPool) Checkout() *Buffer {
-	// lockShard, written out to save a call.
 	h := shard.Hint()
-	s := &p.shards[h&p.mask]
-	if !s.mu.TryLock() {
-		s, h = shard.LockAny(p.shards, h)
+	k := h * uintptr(len(p.shards)) >> 16 // the home shard
+	s := &p.shards[k]
+	if w := s.w.Load(); w&idleMask != 0 {
+		bit := uint(bits.TrailingZeros64(w))
+		if s.w.CompareAndSwap(w, w&^(1<<bit)+oneCheckout) {
+			return p.take(int(k)*shardSlots + int(bit))
+		}
 	}
-	if i := s.top; i >= 0 {
-		return p.take(s, i)
-	}
-	s.mu.Unlock()
-	return p.checkoutSlow(h, false)
+	return p.checkoutSlow(k, false)
 }
 
 // TryCheckout is [FixedPool.Checkout] that, when no buffer is idle and a
@@ -230,50 +222,46 @@ func (p *FixedPool) Checkout() *Buffer {
 // false, changing nothing but Stats.Failures, instead of making a miss.
 // Without a budget it always succeeds.
 func (p *FixedPool) TryCheckout() (*Buffer, bool) {
-	s, h := p.lockShard()
-	if i := s.top; i >= 0 {
-		return p.take(s, i), true
-	}
-	s.mu.Unlock()
-	b := p.checkoutSlow(h, true)
+	b := p.checkoutSlow(shard.Hint()*uintptr(len(p.shards))>>16, true)
 	return b, b != nil
 }
 
-// take pops slot i, the top of locked shard s, unlocks s and returns the
-// slot's next header, ready for use.
-func (p *FixedPool) take(s *fixedShard, i int32) *Buffer {
-	sl := &p.slots[i]
-	s.top = sl.next
-	s.idle--
-	s.hits++
+// take hands out slot i, whose bit the caller cleared: its next header,
+// ready for use.
+func (p *FixedPool) take(i int) *Buffer {
 	if checked.Enabled {
-		return p.takeChecked(s, sl, i)
+		return p.takeChecked(i)
 	}
+	sl := &p.slots[i]
 	b := &sl.hdr[sl.flip]
+	// Detach the header of the previous checkout from the storage: a
+	// stale write through it then grows into fresh memory rather than
+	// into this checkout's buffer (keeping the pointer: no write barrier).
+	prev := &sl.hdr[sl.flip^1]
+	prev.buf, prev.off = prev.buf[:0:0], 0
 	sl.out = sl.flip + 1
 	sl.flip ^= 1
-	s.mu.Unlock()
-	// The header's pool, fp and slot never change. Close left off and
-	// owned zero, but a stale write through the header since may have
+	// The header's pool, fp and slot never change. Close left off zero and
+	// owned false, but a stale write through the header since may have
 	// grown it into bytepool storage (which the GC takes back): reset
 	// them, or the next Close would give the slot's memory to bytepool.
-	off := int(i) * p.size
+	off := i * p.size
 	b.buf, b.off, b.owned = p.mem[off:off:off+p.size], 0, false
 	return b
 }
 
-// checkoutSlow looks for an idle buffer in every shard after the home
-// shard h, and makes a miss if there is none. With try, it returns nil,
-// counting a failure, if the miss would pass the budget. In the checked
-// build, before making a miss it lets the quarantine go (checking it), so
-// that the pool misses only when every buffer is out.
-func (p *FixedPool) checkoutSlow(h uintptr, try bool) *Buffer {
-	if b := p.takeAny(h); b != nil {
+// checkoutSlow looks for an idle buffer in every shard from shard k on, and
+// makes a miss if there is none. With try, it returns nil, counting a
+// failure, if the miss would pass the budget. In the checked build, before
+// making a miss it lets the quarantine go (checking it), so that the pool
+// misses only when every buffer is out.
+func (p *FixedPool) checkoutSlow(k uintptr, try bool) *Buffer {
+	if b := p.takeAny(k); b != nil {
 		return b
 	}
 	if checked.Enabled && p.held.Load() > 0 {
 		p.track.Flush("Checkout")
-		if b := p.takeAny(h); b != nil {
+		if b := p.takeAny(k); b != nil {
 			return b
 		}
 	}
@@ -281,28 +269,31 @@ func (p *FixedPool) checkoutSlow(h uintptr, try bool) *Buffer {
 		if !try {
 			p.budget.Charge(int64(p.size))
 		} else if !p.budget.TryCharge(int64(p.size)) {
-			p.countRefusal()
+			p.refusals.Add(1)
 			return nil
 		}
 	}
 	b := &Buffer{buf: make([]byte, 0, p.size), pool: p.pool, fp: p, slot: -1}
-	p.count(func(s *fixedShard) { s.misses++ })
+	p.misses.Add(1)
 	if checked.Enabled {
 		p.track.Alloc(b.addr(), p.size, checked.SkipWithin(pkgPath))
 	}
 	return b
 }
 
-// takeAny takes an idle buffer from the first shard after the home shard
-// h that has one, or returns nil.
-func (p *FixedPool) takeAny(h uintptr) *Buffer {
-	for k := uintptr(1); k <= p.mask+1; k++ {
-		s := &p.shards[(h+k)&p.mask]
-		s.mu.Lock()
-		if i := s.top; i >= 0 {
-			return p.take(s, i)
+// takeAny takes an idle buffer from the first shard from shard k on that
+// has one, or returns nil.
+func (p *FixedPool) takeAny(k uintptr) *Buffer {
+	n := uintptr(len(p.shards))
+	for j := range n {
+		ks := (k + j) % n
+		s := &p.shards[ks]
+		for w := s.w.Load(); w&idleMask != 0; w = s.w.Load() {
+			bit := uint(bits.TrailingZeros64(w))
+			if s.w.CompareAndSwap(w, w&^(1<<bit)+oneCheckout) {
+				return p.take(int(ks)*shardSlots + int(bit))
+			}
 		}
-		s.mu.Unlock()
 	}
 	return nil
 }
@@ -310,52 +301,35 @@ func (p *FixedPool) takeAny(h uintptr) *Buffer {
 // close is Close and Free of a FixedPool buffer, op naming which.
 func (p *FixedPool) close(b *Buffer, op string) error {
 	if b.slot < 0 {
-		// A miss: not the pool's, and never handed out again.
-		if !atomic.CompareAndSwapUint32(&b.state, stLive, stFree) {
-			p.count(func(s *fixedShard) { s.badCloses++ })
-			return ErrClosed
-		}
-		if checked.Enabled {
-			b.untrack(op)
-		}
-		charged := p.size
-		if b.owned {
-			charged = cap(b.buf)
-		}
-		p.dropStorage(b)
-		p.count(func(s *fixedShard) { s.missCloses++ })
-		if p.budget != nil {
-			p.budget.Release(int64(charged))
-		}
-		return nil
+		return p.closeMiss(b, op)
 	}
-	s := &p.shards[uintptr(b.slot)&p.mask]
-	s.mu.Lock()
-	sl := &p.slots[b.slot]
-	if !sl.isOut(b) {
-		s.badCloses++
-		s.mu.Unlock()
+	if checked.Enabled {
+		return p.closeChecked(b, op)
+	}
+	i := int(b.slot)
+	s := &p.shards[i/shardSlots]
+	bit := uint64(1) << (i % shardSlots)
+	w := s.w.Load()
+	if w&bit != 0 || !p.slots[i].isOut(b) {
+		p.badCloses.Add(1)
 		return ErrClosed
 	}
-	sl.out = 0
-	grown, owned := b.buf, b.owned
-	// Detach the storage (a stale write then grows into fresh memory
-	// rather than the next user's), keeping the pointer: no write barrier.
-	b.buf, b.off, b.owned = b.buf[:0:0], 0, false
-	s.closes++
-	if checked.Enabled {
-		// The slot waits in the quarantine rather than on the free list.
-		b.state = stFree
-		p.held.Add(1)
-		s.mu.Unlock()
-		p.hold(b, op)
+	// Expanded storage goes back to bytepool: detach it first, so that a
+	// stale write cannot reach it there.
+	grown := b.buf
+	if !b.owned {
+		grown = nil
 	} else {
-		sl.next = s.top
-		s.top = b.slot
-		s.idle++
-		s.mu.Unlock()
+		b.buf, b.off, b.owned = nil, 0, false
 	}
-	if owned {
+	for !s.w.CompareAndSwap(w, w|bit) {
+		if w = s.w.Load(); w&bit != 0 {
+			// Another Close of b won (two goroutines closed it at once).
+			p.badCloses.Add(1)
+			return ErrClosed
+		}
+	}
+	if grown != nil {
 		p.pool.bp.Put(grown)
 		if p.budget != nil {
 			p.budget.Release(int64(cap(grown)))
@@ -364,15 +338,30 @@ func (p *FixedPool) close(b *Buffer, op string) error {
 	return nil
 }
 
-// push puts slot i back on its home shard's free list, from the
-// quarantine (checked build).
+// closeMiss is close of a miss: not the pool's, and never handed out again.
+func (p *FixedPool) closeMiss(b *Buffer, op string) error {
+	if !atomic.CompareAndSwapUint32(&b.state, stLive, stFree) {
+		p.badCloses.Add(1)
+		return ErrClosed
+	}
+	if checked.Enabled {
+		b.untrack(op)
+	}
+	charged := p.size
+	if b.owned {
+		charged = cap(b.buf)
+	}
+	p.dropStorage(b)
+	p.missCloses.Add(1)
+	if p.budget != nil {
+		p.budget.Release(int64(charged))
+	}
+	return nil
+}
+
+// push marks slot i idle again, from the quarantine (checked build).
 func (p *FixedPool) push(i int32) {
-	s := &p.shards[uintptr(i)&p.mask]
-	s.mu.Lock()
-	p.slots[i].next = s.top
-	s.top = i
-	s.idle++
-	s.mu.Unlock()
+	p.shards[i/shardSlots].w.Or(1 << (i % shardSlots))
 	p.held.Add(-1)
 }
 
@@ -385,27 +374,8 @@ func (p *FixedPool) dropStorage(b *Buffer) {
 	b.buf, b.off, b.owned = nil, 0, false
 }
 
-func (p *FixedPool) countExpansion() { p.count(func(s *fixedShard) { s.expansions++ }) }
-func (p *FixedPool) countRefusal()   { p.count(func(s *fixedShard) { s.refusals++ }) }
-
-// count runs f on the calling goroutine's shard, locked. It serves the slow
-// paths only.
-func (p *FixedPool) count(f func(s *fixedShard)) {
-	s, _ := p.lockShard()
-	f(s)
-	s.mu.Unlock()
-}
-
-// lockShard locks and returns the calling goroutine's shard, chosen by a
-// hash of an address on its stack, or, if that one is busy, the next free
-// one, and its hint.
-func (p *FixedPool) lockShard() (*fixedShard, uintptr) {
-	h := shard.Hint()
-	if s := &p.shards[h&p.mask]; s.mu.TryLock() {
-		return s, h
-	}
-	return shard.LockAny(p.shards, h)
-}
+func (p *FixedPool) countExpansion() { p.expansions.Add(1) }
+func (p *FixedPool) countRefusal()   { p.refusals.Add(1) }
 
 // Size reports the size of the pool's buffers.
 func (p *FixedPool) Size() int { return p.size }
@@ -414,7 +384,7 @@ func (p *FixedPool) Size() int { return p.size }
 func (p *FixedPool) Cap() int { return len(p.slots) }
 
 // Len reports the number of idle buffers, ready for Checkout (Viki's
-// Pool.Len). It locks each shard in turn.
+// Pool.Len). It loads each shard's word in turn.
 func (p *FixedPool) Len() int { return int(p.sum().idleAll) }
 
 // Misses reports how many Checkouts found no idle buffer and handed out a
@@ -469,27 +439,27 @@ type fixedSums struct {
 	expansions, refusals, badCloses  uint64
 }
 
-// sum adds up the shards' counters, locking each shard in turn.
+// sum adds up the shards' counters, loading each shard's word in turn. A
+// reserved buffer neither idle nor waiting in the quarantine is out, so
+// the accepted Closes are the checkouts less those out.
 func (p *FixedPool) sum() fixedSums {
 	var t fixedSums
 	for i := range p.shards {
-		s := &p.shards[i]
-		s.mu.Lock()
-		t.idleAll += uint64(s.idle)
-		t.hits += s.hits
-		t.closes += s.closes
-		t.misses += s.misses
-		t.missCloses += s.missCloses
-		t.expansions += s.expansions
-		t.refusals += s.refusals
-		t.badCloses += s.badCloses
-		s.mu.Unlock()
+		w := p.shards[i].w.Load()
+		t.idleAll += uint64(bits.OnesCount64(w & idleMask))
+		t.hits += w >> shardSlots
 	}
 	if checked.Enabled {
 		// Closed buffers waiting in the quarantine are idle: Checkout
 		// lets them go before it makes a miss.
 		t.idleAll += uint64(p.held.Load())
 	}
+	t.closes = sat(t.hits, sat(uint64(len(p.slots)), t.idleAll))
+	t.misses = p.misses.Load()
+	t.missCloses = p.missCloses.Load()
+	t.expansions = p.expansions.Load()
+	t.refusals = p.refusals.Load()
+	t.badCloses = p.badCloses.Load()
 	return t
 }
 

@@ -24,7 +24,7 @@ type witness struct {
 }
 
 func newWitness(b *buffer.Buffer, seed int) witness {
-	w := witness{b: b, want: fmt.Sprintf("witness %d: %x", seed, seed*0x9e3779b9)}
+	w := witness{b: b, want: fmt.Sprintf("witness %d: %x", seed, seed*0x9e37)}
 	b.WriteString(w.want)
 	return w
 }
