@@ -1,5 +1,7 @@
 package bytepool
 
+import "unsafe"
+
 // Test-only access to internals.
 
 // SampleScale reports how many buffers one sampled buffer stands for.
@@ -18,3 +20,9 @@ func (p *Pool) RegionSize() int {
 
 // MachineMemory is machineMemory.
 var MachineMemory = machineMemory
+
+// HeapFallback reports whether b, a buffer of a Bounded pool, came from
+// the heap rather than the region (such a buffer is dropped on Put).
+func (p *Pool) HeapFallback(b []byte) bool {
+	return p.region != nil && !p.region.contains(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
+}

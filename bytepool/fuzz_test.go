@@ -189,10 +189,82 @@ func runOps(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, sol
 	return m.VerifyAll()
 }
 
-// misuseOp makes one of the mistakes the release build counts and the
-// checked build reports, and checks that it was.
+// misuseOp makes one of the mistakes of the misuse table (misuse_test.go)
+// between correct operations, and checks that it was counted (release
+// build), reported (checked build) or, where the table says neither, that
+// it left every live buffer intact (the caller verifies the model).
 func misuseOp(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, solo bool) error {
-	switch k := ops.Byte(); k % 3 {
+	switch k := ops.Byte(); k % 6 {
+	case 3: // a write after Put, before anyone can get the buffer again
+		if len(m.Live) == 0 || !solo {
+			// Another goroutine could get the buffer first: the write
+			// would then land in its live buffer, as the docs say.
+			return nil
+		}
+		b, err := m.Remove(int(ops.Byte()) % len(m.Live))
+		if err != nil || cap(b) == 0 {
+			return err
+		}
+		p.Put(b)
+		e.frees++
+		i := int(ops.Byte()) % cap(b)
+		full := b[:cap(b)]
+		old := full[i]
+		full[i] ^= 0x5a
+		if !checked.Enabled {
+			return nil
+		}
+		mu := misuseOf(func() { panicWithLeaksError(p) })
+		full[i] = old // let the quarantine release it
+		if cap(b) > 64<<10 || p.HeapFallback(b) {
+			return nil // an oversize or fallback buffer goes back to the GC, unchecked
+		}
+		if mu == nil || mu.Kind != checked.UseAfterFree {
+			return errorf("write after Put: misuse %v; want a use after free", mu)
+		}
+	case 4: // a write into the slack past the length, then Put
+		if len(m.Live) == 0 {
+			return nil
+		}
+		j := int(ops.Byte()) % len(m.Live)
+		b := m.Live[j].Buf
+		if len(b) == cap(b) || cap(b) > 64<<10 {
+			return nil
+		}
+		full := b[:cap(b)]
+		old := full[len(b)]
+		full[len(b)] ^= 0x5a
+		if !checked.Enabled {
+			if _, err := m.Remove(j); err != nil {
+				return err
+			}
+			p.Put(b) // not caught: the cap lock keeps the write in the buffer
+			e.frees++
+			return nil
+		}
+		mu := misuseOf(func() { p.Put(b) })
+		full[len(b)] = old // the buffer is still live
+		if mu == nil || mu.Kind != checked.Overflow {
+			return errorf("write into the slack: misuse %v; want an overflow", mu)
+		}
+	case 5: // a second Put after the buffer went to a new owner
+		if len(m.Live) == 0 || !checked.Enabled {
+			return nil // the release build cannot see it (see TestMistakes)
+		}
+		b, err := m.Remove(int(ops.Byte()) % len(m.Live))
+		if err != nil {
+			return err
+		}
+		p.Put(b)
+		e.frees++
+		c := p.Get(len(b))
+		if _, err := m.Add(c); err != nil {
+			return err
+		}
+		e.allocs++
+		if mu := misuseOf(func() { p.Put(b) }); mu == nil || mu.Kind != checked.DoubleFree {
+			return errorf("second Put after reuse: misuse %v; want a double free", mu)
+		}
 	case 0: // Put of memory the pool never handed out, with a capacity that is no class
 		n := 1 + int(ops.Byte())*97
 		if n == 64 || p.ClassSize(n) == n {
