@@ -17,11 +17,6 @@ import (
 // does not. Every hand-back of a slot not lent is caught in O(1) by the
 // slot's sequence number and address.
 
-const (
-	msgNotReserved = "memkit/ringbuf: Commit of a slot not reserved"
-	msgNotPeeked   = "memkit/ringbuf: Release of a slot not peeked"
-)
-
 func TestRelease_HandBackTwicePanics(t *testing.T) {
 	r := mustNew(t, 2, 16)
 	s, _ := r.Reserve(context.Background())

@@ -196,7 +196,7 @@ const (
 )
 
 // claimWrite claims the next position for writing, or reports why it
-// cannot.
+// cannot: the ring is full, or the slot of position p is busy.
 func (r *Ring) claimWrite() (uint64, int) {
 	for {
 		p := r.tail.Load()
@@ -210,7 +210,7 @@ func (r *Ring) claimWrite() (uint64, int) {
 			// p is stale: another writer took it.
 		case seq != p:
 			if r.tail.Load() == p {
-				return 0, busy
+				return p, busy
 			}
 		case r.tail.CompareAndSwap(p, p+1):
 			return p, claimed

@@ -13,6 +13,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/ringbuf"
 	"github.com/memkit/memkit/slab"
 )
@@ -52,12 +53,76 @@ func TestNew_InvalidParamsNameTheParam(t *testing.T) {
 		{1<<30 + 1, 64, nil, "ringbuf: slots 1073741825 must be between 1 and 1073741824"},
 		{10, 0, nil, "ringbuf: slotSize 0 must be between 1 and 2147483647"},
 		{10, 64, []ringbuf.Option{ringbuf.WithPolicy(9)}, "ringbuf: Policy 9 is not Reject, Overwrite or Block"},
+		{10, 64, []ringbuf.Option{ringbuf.WithPolicy(ringbuf.Block), nil}, "ringbuf: option 2 of 2 is nil"},
+		{10, 64, []ringbuf.Option{ringbuf.WithBudgetAlert(0, func(int64, bool) {})}, "ringbuf: BudgetAlert threshold 0 must be > 0"},
+		{10, 64, []ringbuf.Option{ringbuf.WithBudgetAlert(-1, func(int64, bool) {})}, "ringbuf: BudgetAlert threshold -1 must be > 0"},
+		// More than the runtime can allocate in one piece: it used to panic
+		// in makeslice.
+		{1 << 30, 1 << 20, nil, "ringbuf: 1073741824 slots of 1048576 bytes need 1125917086711808 bytes, more than the system can allocate now; use fewer or smaller slots"},
 	} {
 		r, err := ringbuf.New(tc.slots, tc.size, tc.opts...)
 		if r != nil || err == nil || err.Error() != tc.want {
 			t.Errorf("New(%d, %d) = %v, %v; want nil, %q", tc.slots, tc.size, r, err, tc.want)
 		}
 	}
+}
+
+// A ring larger than the machine can hold is an error from New (issue 13
+// case 6: New(1<<20, 1<<20), 1 TiB, ended the process with the runtime's
+// fatal "out of memory").
+func TestNew_MoreMemoryThanTheSystemHasIsAnError(t *testing.T) {
+	if sysmem.Available(1<<40 + 1<<24) {
+		t.Skip("the system would map 1 TiB here (overcommit_memory=1?)")
+	}
+	r, err := ringbuf.New(1<<20, 1<<20)
+	const want = "ringbuf: 1048576 slots of 1048576 bytes need 1099528404992 bytes, more than the system can allocate now; use fewer or smaller slots"
+	if r != nil || err == nil || err.Error() != want {
+		t.Fatalf("New(1<<20, 1<<20) = %v, %v; want %s", r, err, want)
+	}
+	// With memory from elsewhere only the bookkeeping counts: 16 MiB.
+	mem := make([]byte, 1<<20)
+	if _, err := ringbuf.New(1<<20, 1, ringbuf.WithMemory(func(int) []byte { return mem })); err != nil {
+		t.Fatalf("New with 1 MiB of slot memory: %v", err)
+	}
+}
+
+// ReadStats may run on any goroutine while others write and read (a
+// scraper of memkit.Publish): race-free, and each snapshot consistent.
+func TestRing_ReadStatsWhileInUse(t *testing.T) {
+	r := mustNew(t, 8, 16, ringbuf.WithPolicy(ringbuf.Overwrite))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := make([]byte, 16)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r.Write(p[:5])
+				r.Read(p)
+				if g, ok := r.Peek(); ok {
+					r.Release(g)
+				}
+			}
+		}()
+	}
+	var s memkit.Stats
+	for range 20000 {
+		r.ReadStats(&s)
+		if s.LiveObjects > 8 || s.Allocs-s.Frees != s.LiveObjects || s.InUseBytes != 16*s.LiveObjects ||
+			len(s.Classes) != 1 || s.Classes[0].IdleObjects+s.LiveObjects != 8 {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("inconsistent snapshot %v", &s)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }
 
 func TestRing_FIFO(t *testing.T) {
