@@ -31,7 +31,7 @@
 //     the heap without keeping them;
 //   - allocates nothing per Get or Put (the *[]byte headers are pooled too),
 //     where sync.Pool-based pools box their header on each Put;
-//   - gives idle buffers back to the GC within about three GC cycles after a
+//   - gives idle buffers back to the GC within three GC cycles after a
 //     burst;
 //   - does not zero buffers: gRPC writes every byte of a buffer it reads a
 //     message into before it reads it. Use WithBytePool with a pool built

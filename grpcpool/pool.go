@@ -22,8 +22,7 @@ const DefaultMaxSize = 4 << 20
 // The zero value is not usable: create it with New. It must not be copied
 // after first use.
 //
-// Get and Put cost bytepool's Get and Put (one uncontended compare-and-swap
-// each) plus a sync.Pool Get or Put of the *[]byte header, and allocate
+// Get and Put cost bytepool's Get and Put (see [bytepool.Pool]) plus a sync.Pool Get or Put of the *[]byte header, and allocate
 // nothing once warm (a header dropped by a GC cycle is made again: 24 bytes,
 // amortized over many calls). Buffers are rounded up to bytepool's classes,
 // are not zeroed, and live on the Go heap; idle ones go back to the GC as

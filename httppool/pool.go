@@ -6,9 +6,10 @@
 //	proxy := httputil.NewSingleHostReverseProxy(target)
 //	proxy.BufferPool = p
 //
-// Get and Put cost one uncontended compare-and-swap each and never allocate
-// (no sync.Pool boxing of the slice header), and idle buffers go back to the
-// GC within about three GC cycles after a burst (bytepool's Elastic policy).
+// Get and Put cost a bytepool Get and Put and never allocate (no boxing of
+// the slice header, which a sync.Pool of []byte pays on every Put), and idle
+// buffers go back to the GC within three GC cycles after a burst (bytepool's
+// Elastic policy).
 package httppool
 
 import (
@@ -28,8 +29,8 @@ const DefaultSize = 32 << 10
 // requires. The zero value is not usable: create it with New. It may be
 // copied (it is two words referring to the bytepool.Pool).
 //
-// Get and Put cost what bytepool's do, one uncontended compare-and-swap and
-// a few loads, and never allocate once warm. Buffers are not zeroed, live on
+// Get and Put cost what bytepool's do (see [bytepool.Pool]) and never
+// allocate once warm. Buffers are not zeroed, live on
 // the Go heap, and idle ones are given back to the GC as bytepool's policy
 // says; the worst-case overhead is bytepool's class rounding (none for the
 // default size, a power of two).

@@ -14,11 +14,11 @@
 // NewAtomPool, NewChanPool and NewLockPool reserve, as funny/slab did, a page
 // of pageSize bytes per size class up front and carve the chunks of that
 // class out of it; when a class's page is used up, Alloc falls back to make.
-// All three are now one implementation, a Bounded [bytepool.Pool] (sharded
-// free lists, one uncontended compare-and-swap per Alloc or Free, no
-// allocation), since none of funny/slab's three locking schemes is faster.
+// All three are now one implementation, a Bounded [bytepool.Pool]: sharded
+// free lists, one uncontended compare-and-swap and a bit flip per Alloc or
+// Free, no allocation; the three locking schemes are gone.
 // NewSyncPool is an Elastic bytepool.Pool: buffers from the Go heap, kept for
-// reuse and given back to the GC within about three GC cycles, without
+// reuse and given back to the GC within three GC cycles, without
 // sync.Pool's boxing allocation per Free (funny/slab's SyncPool cost 32 B and
 // one allocation per Alloc/Free pair).
 //

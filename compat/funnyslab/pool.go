@@ -43,7 +43,7 @@ func (p pool) Unwrap() *bytepool.Pool { return p.p }
 // AtomPool is funny/slab's lock-free pool: a page of pageSize bytes per class
 // reserved up front, with make beyond it. It is a Bounded bytepool.Pool (see
 // the package doc), safe for concurrent use by multiple goroutines; Alloc and
-// Free cost one uncontended compare-and-swap and never allocate while the
+// Free cost one uncontended compare-and-swap and a bit flip, and never allocate while the
 // pages last. It must be created with NewAtomPool.
 type AtomPool struct{ pool }
 
@@ -54,7 +54,7 @@ type ChanPool struct{ pool }
 type LockPool struct{ pool }
 
 // SyncPool is funny/slab's sync.Pool-based pool: an Elastic bytepool.Pool,
-// whose buffers live on the Go heap and go back to the GC within about three
+// whose buffers live on the Go heap and go back to the GC within three
 // GC cycles once idle. It is safe for concurrent use by multiple goroutines;
 // Alloc and Free never allocate once warm. It must be created with
 // NewSyncPool.
