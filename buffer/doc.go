@@ -56,12 +56,16 @@
 //   - Freeing a Buffer from Get or Checkout twice panics with
 //     "memkit/buffer: double free" (Close returns [ErrClosed] instead), as
 //     long as the Buffer was not handed out again in between: the check is
-//     a state word, O(1). A FixedPool checks exactly, under the buffer's
-//     shard lock, and alternates two headers per buffer, so a stale Close
-//     is caught even after one more checkout.
+//     a state word, O(1). A FixedPool checks exactly, with the
+//     compare-and-swap that gives the buffer back, and alternates two
+//     headers per buffer, so a stale Close is caught even after one more
+//     checkout; after two, the stale header serves the new owner and its
+//     Close cannot be told from the owner's (only the checked build sees
+//     it).
 //   - Using a Buffer after Free or Close is a bug the release build does
-//     not detect (a FixedPool buffer is at least detached from its storage
-//     at Close). The checked build reports it.
+//     not detect (a FixedPool header is at least detached from its storage
+//     by the buffer's next checkout, and from expanded storage at Close).
+//     The checked build reports it.
 //
 // # Checked build
 //
@@ -82,8 +86,11 @@
 //     included (StaleHandle, "use of a Buffer after Free or Close", with
 //     the stacks of its Get and Free);
 //   - a write through a view kept after a FixedPool buffer's Close
-//     (UseAfterFree): Close fills the storage with poison and the next
-//     Checkout of it checks it, naming the byte and the previous owner's
+//     (UseAfterFree): Close fills the storage with poison and holds the
+//     buffer in a quarantine (checked.QuarantineBytes, 4 MiB, or 4096
+//     buffers); the poison is checked when the buffer leaves it (Checkout
+//     lets the quarantine go before it would miss), when it is checked
+//     out, and by memkit.Leaks, naming the byte and the previous owner's
 //     stacks. A Pool's storage is bytepool's, whose checked build does the
 //     same (its reports name the allocator "bytepool");
 //   - a write past a FixedPool buffer's capacity, which only unsafe code can
@@ -121,6 +128,8 @@
 // [Pool.ReadStats] reports the bytepool storage its Buffers hold;
 // [FixedPool.ReadStats] reports checkouts, closes, misses (HeapFallbacks),
 // expansions (Grows), refusals of the Strict policy (Failures) and second
-// Closes (BadFrees), counted per shard under the shard's lock, never in a
+// Closes (BadFrees), all exact: checkouts are counted in each shard's word
+// by the compare-and-swap that takes the buffer (closes are the checkouts
+// less the buffers out), the rest on slow paths; nothing is counted in a
 // word every goroutine writes.
 package buffer
