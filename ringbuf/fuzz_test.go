@@ -22,8 +22,15 @@ type record struct {
 // position (some just before the counters wrap), and checks them against
 // a FIFO queue: records come out whole and in order, a full ring rejects,
 // drops the oldest or (non-blocking here) reports full as its policy says,
-// lent slots never overlap, a slot handed back twice or to the wrong ring
-// panics and changes nothing, and the stats agree with the model.
+// lent slots never overlap, and the stats agree with the model. Between
+// the correct operations it makes the mistakes of the misuse table that
+// leave the ring's state as it was when caught — a slot handed back twice,
+// to the wrong ring or to the other operation (a Reserve slot released
+// while its record is peeked, issue 13 case 3), a nil Context, a Commit
+// length outside the slot, a short Read buffer — and checks that each
+// panics with its memkit message (or, in the checked build, its report)
+// and that every record in the ring and the one held through Peek still
+// read back exactly.
 func FuzzRing(f *testing.F) {
 	f.Add([]byte{0, 3, 0, 10, 0, 10, 1, 1, 1})
 	f.Add([]byte{0x19, 1, 0, 5, 0, 6, 0, 7, 0, 8, 1, 1, 2, 3, 4, 5, 1, 1, 1})
@@ -170,16 +177,40 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 		held = nil
 		return nil
 	}
-	// misuse hands back slots that are not lent, which must panic and
-	// change nothing.
+	// misuse makes mistakes that must panic and change nothing.
 	misuse := func() error {
 		if committed.Bytes() != nil {
 			if err := lendPanic("Commit", checked.DoubleFree, func() { r.Commit(committed, 0) }); err != nil {
 				return err
 			}
+			// A Reserve slot handed to Release, maybe while its record is
+			// the one held through Peek.
+			if err := lendPanic("Release", checked.StaleHandle, func() { r.Release(committed) }); err != nil {
+				return err
+			}
+			if err := wantPanic(msgCommitRange, func() { r.Commit(committed, size+1) }); err != nil {
+				return err
+			}
 		}
 		if released.Bytes() != nil {
 			if err := lendPanic("Release", checked.DoubleFree, func() { r.Release(released) }); err != nil {
+				return err
+			}
+			if err := lendPanic("Commit", checked.StaleHandle, func() { r.Commit(released, 0) }); err != nil {
+				return err
+			}
+		}
+		if held != nil {
+			if err := lendPanic("Commit", checked.StaleHandle, func() { r.Commit(*held, 0) }); err != nil {
+				return err
+			}
+		}
+		//lint:ignore SA1012 the mistake under test
+		if err := wantPanic(msgNilContext, func() { r.Reserve(nil) }); err != nil {
+			return err
+		}
+		if size > 1 {
+			if err := wantPanic(msgShortRead, func() { r.Read(p[:size-1]) }); err != nil {
 				return err
 			}
 		}
@@ -232,6 +263,13 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 				if err := misuse(); err != nil {
 					return err
 				}
+				// The record held through Peek still reads back exactly;
+				// the queue's are verified as they are read.
+				if held != nil {
+					if err := memtest.Verify(held.Bytes(), heldRec.seed); err != nil {
+						return fmt.Errorf("after a mistake the peeked record changed: %w", err)
+					}
+				}
 			}
 			var s memkit.Stats
 			r.ReadStats(&s)
@@ -254,6 +292,14 @@ func runRing(r *ringbuf.Ring, ops *memtest.Ops, slots, size int, pol ringbuf.Pol
 		}
 	}
 	return read(false)
+}
+
+// wantPanic checks that f panics with exactly msg, in both builds.
+func wantPanic(msg string, f func()) error {
+	if _, other := memtest.MisuseOf(f); other != msg {
+		return fmt.Errorf("panic %v; want %q", other, msg)
+	}
+	return nil
 }
 
 // lendPanic checks that f, a Commit or Release (op) of a slot not lent,
