@@ -137,7 +137,7 @@ func bufferMistakes() []memtest.Mistake {
 		},
 		{
 			Name:    "write through a FixedPool Buffer after Close",
-			Release: "not caught: Close detached the storage, so the write takes fresh memory, never the next user's buffer",
+			Release: "not caught: the buffer's next Checkout detaches the stale header, so the write takes fresh memory, never the next user's buffer",
 			Checked: "StaleHandle",
 			Op:      "Write", Kind: checked.StaleHandle,
 			Setup: func(t testing.TB) (func(), func() error) {
