@@ -132,7 +132,7 @@ func (c *Cache) Put(b []byte) {
 	}
 	l := &c.lists[c.tab[uint(size+c.stepMask)>>(c.stepShift&63)]]
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if l.size != size || len(l.bufs) == cap(l.bufs) || uintptr(ptr)&l.e.alignMask != 0 {
+	if l.size != size || len(l.bufs) == cap(l.bufs) || l.e.misaligned(ptr) {
 		c.putSlow(b)
 		return
 	}
@@ -165,7 +165,7 @@ func (c *Cache) putSlow(b []byte) {
 			return
 		}
 	} else {
-		if uintptr(ptr)&l.e.alignMask != 0 {
+		if l.e.misaligned(ptr) {
 			p.counts.badFrees.Add(1)
 			return
 		}

@@ -33,7 +33,7 @@ const elasticStride = 256
 type elasticFields struct {
 	free      sync.Pool
 	size      int
-	alignMask uintptr        // a buffer of this size from the Go heap starts at a multiple of alignMask+1
+	alignMask atomic.Uintptr // every buffer of the class starts at a multiple of alignMask+1 (see misaligned)
 	budget    *budget.Budget // the pool's, or nil
 
 	// Sampled counts (see [Pool.sampled]): Get and Put by the Pool, and by
@@ -51,6 +51,42 @@ type elasticFields struct {
 // the lookup table guarantees: a shift and an add, no bounds check.
 func (p *Pool) elasticOf(c uint8) *elasticClass {
 	return (*elasticClass)(unsafe.Add(p.elasticBase, uintptr(c)*elasticStride))
+}
+
+// A moved start. An Elastic pool keeps no state per buffer, so a Put of
+// b[k:] whose capacity is another class's looks like a buffer of that
+// class, except for its address: the Go heap starts every buffer of 16
+// bytes or more on a 16-byte boundary (each of its size classes from 16
+// bytes up is a multiple of 16, and spans start on pages). A class starts
+// out expecting that alignment, and grow lowers it if the heap ever hands
+// out a buffer that breaks it, before the buffer is handed out; so a Put
+// whose start breaks it cannot be a buffer of the class, and is dropped
+// and counted. A move by a multiple of 16 keeps the alignment and is not
+// seen.
+
+// initialAlignMask is the alignment mask a class of size bytes starts with.
+func initialAlignMask(size int) uintptr {
+	if size >= 16 {
+		return 15
+	}
+	return uintptr(size&-size) - 1
+}
+
+// misaligned reports whether ptr cannot start a buffer of the class.
+func (e *elasticClass) misaligned(ptr unsafe.Pointer) bool {
+	return uintptr(ptr)&e.alignMask.Load() != 0
+}
+
+// noteAlignment lowers the class's alignment mask to admit a buffer at ptr
+// that the pool made.
+func (e *elasticClass) noteAlignment(ptr unsafe.Pointer) {
+	for {
+		m := e.alignMask.Load()
+		if uintptr(ptr)&m == 0 {
+			return
+		}
+		e.alignMask.CompareAndSwap(m, m>>1)
+	}
 }
 
 // The in-use estimate. A fast path with no owner cannot count every
@@ -122,6 +158,7 @@ func (p *Pool) grow(c int) unsafe.Pointer {
 		checked.Fill(b, checked.PoisonByte)
 	}
 	ptr := unsafe.SliceData(b)
+	e.noteAlignment(unsafe.Pointer(ptr))
 	e.grows.Add(1)
 	runtime.AddCleanup(ptr, collected, e)
 	return unsafe.Pointer(ptr)

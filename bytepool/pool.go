@@ -124,7 +124,7 @@ func New(opts ...Option) (*Pool, error) {
 		for c, size := range p.sizes {
 			e := &p.elastic[c]
 			e.size = size
-			e.alignMask = uintptr(min(size&-size, 16) - 1)
+			e.alignMask.Store(initialAlignMask(size))
 			e.budget = p.budget
 		}
 	}
@@ -391,8 +391,12 @@ func (p *Pool) fallback(c, n int) []byte {
 		if p.budget != nil {
 			p.budget.Charge(int64(cap(b)))
 		}
-	} else if p.sampled(unsafe.Pointer(unsafe.SliceData(b))) {
-		p.elastic[c].gets.Add(1)
+	} else {
+		e := &p.elastic[c]
+		e.noteAlignment(unsafe.Pointer(unsafe.SliceData(b)))
+		if p.sampled(unsafe.Pointer(unsafe.SliceData(b))) {
+			e.gets.Add(1)
+		}
 	}
 	if checked.Enabled {
 		p.trackOut(b[:cap(b)], n)
@@ -421,7 +425,7 @@ func (p *Pool) Put(b []byte) {
 	}
 	e := p.elasticOf(p.lookup(size))
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if e.size != size || uintptr(ptr)&e.alignMask != 0 {
+	if e.size != size || e.misaligned(ptr) {
 		p.putSlow(b)
 		return
 	}
@@ -447,7 +451,7 @@ func (p *Pool) putSlow(b []byte) {
 		return
 	}
 	e := &p.elastic[c]
-	if uintptr(ptr)&e.alignMask != 0 {
+	if e.misaligned(ptr) {
 		p.counts.badFrees.Add(1) // its start moved: no buffer of this class starts there
 		return
 	}
@@ -471,7 +475,7 @@ func (p *Pool) putChecked(b []byte, ptr unsafe.Pointer, c int) {
 		}
 	} else {
 		e := &p.elastic[c]
-		if uintptr(ptr)&e.alignMask != 0 {
+		if e.misaligned(ptr) {
 			p.counts.badFrees.Add(1)
 			return
 		}
