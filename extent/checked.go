@@ -21,7 +21,15 @@ import (
 //     tracked both in the tracker (for Leaks, keyed by start) and in segs,
 //     an index ordered by address that finds the segment holding a byte. A
 //     partial free splits or shrinks the segments it touches;
-//   - Borrow's chunks are not segments: Free of borrowed memory is a misuse.
+//   - Borrow's chunks are not segments: Free of borrowed memory is a misuse;
+//   - a freed range (with its guard bytes) waits in the tracker's quarantine
+//     (checked.Tracker.Hold), neither live nor in the free ranges, until
+//     more than checked.QuarantineBytes or QuarantineBlocks wait after it,
+//     or a Malloc finds no fit without it, or Trim or Close: a second Free
+//     of it is a double free at that call, with the stacks of its
+//     allocation and first free, and a write into it is reported when it
+//     leaves the quarantine, when it is handed out again, or at
+//     memkit.Leaks, whichever comes first.
 
 // guardTail is the bytes of guard after each allocation in the checked
 // build.
@@ -67,11 +75,7 @@ const pkgPath = "github.com/memkit/memkit/extent"
 func sliceAddr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
 func misuse(op, kind string, addr uintptr, rec *checked.Record, detail string) *checked.Misuse {
-	m := &checked.Misuse{Allocator: "extent", Op: op, Kind: kind, Addr: addr, Detail: detail}
-	if rec != nil {
-		m.Size, m.Alloc, m.Free = rec.Size, rec.Alloc, rec.Free
-	}
-	return m
+	return checked.Report("extent", op, kind, addr, rec, detail)
 }
 
 // verifyPoison checks that b, free memory about to be handed out by op, is
@@ -106,7 +110,11 @@ func (a *Allocator) mallocChecked(op string, n int, fallback bool) ([]byte, erro
 		g = n // no room for a guard: the request cannot be served anyway
 	}
 	var b []byte
-	if x := a.t.fit(uintptr(g)); x != 0 {
+	x := a.t.fit(uintptr(g))
+	if x == 0 && a.releaseHeld(op) {
+		x = a.t.fit(uintptr(g)) // the quarantine's ranges are free now
+	}
+	if x != 0 {
 		a.allocs++
 		b = a.take(x, g)
 	} else {
@@ -199,8 +207,12 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 		}
 	}
 	skip := checked.SkipWithin(pkgPath)
+	var first *checked.Record
 	for _, pc := range d.pieces {
-		d.tr.FreeRange(op, pc.seg, pc.from, pc.to, skip)
+		rec := d.tr.FreeRange(op, pc.seg, pc.from, pc.to, skip)
+		if first == nil {
+			first = rec
+		}
 		x := d.segs.find(pc.seg)
 		segEnd := d.segs.nodes[x].end
 		ae := d.allocEnd[pc.seg]
@@ -218,10 +230,25 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 			delete(d.guarded, ae)
 		}
 	}
-	checked.Fill(blk.mem[p-blk.base:end-blk.base], checked.PoisonByte)
 	a.hot -= a.hot >> hotDecay
-	a.freeRange(p, end, id)
 	a.freed()
+	// Hold the range back from reuse; Hold poisons it. Its bytes count as
+	// free in the stats meanwhile.
+	a.free += uint64(end - p)
+	d.tr.Hold(op, first, blk.mem[p-blk.base:end-blk.base], func() {
+		a.free -= uint64(end - p) // freeRange counts them again
+		a.freeRange(p, end, id)
+	})
+}
+
+// releaseHeld gives back every range of the quarantine, checking each for
+// writes since its free, and reports whether there was any.
+func (a *Allocator) releaseHeld(op string) bool {
+	if n, _ := a.dbg.tr.Held(); n == 0 {
+		return false
+	}
+	a.dbg.tr.Flush(op)
+	return true
 }
 
 // badRange returns the report of a Free by op of [p, e) whose byte at cur
@@ -251,6 +278,11 @@ func (d *debugState) badRange(a *Allocator, op string, p, e, cur uintptr) *check
 		if q := sliceAddr(c); q <= cur && cur < q+uintptr(len(c)) {
 			return misuse(op, checked.ForeignFree, p, nil, "the memory is from Borrow, which Recycle gives back, not Free"+at)
 		}
+	}
+	if rec := d.tr.FreedContaining(cur); rec != nil {
+		// Neither live nor in the free ranges, but freed: the range waits
+		// in the quarantine.
+		return misuse(op, checked.DoubleFree, p, rec, "the range waits in the quarantine"+at)
 	}
 	return misuse(op, checked.ForeignFree, p, nil, "the memory was never handed out"+at)
 }
@@ -319,7 +351,8 @@ func (a *Allocator) recycleChecked() {
 	a.bOff = 0
 }
 
-// reset forgets every segment and record: Close gave everything back.
+// reset forgets every segment and record: Close gave everything back
+// (after flushing the quarantine).
 func (d *debugState) reset() {
 	d.tr.Reset()
 	d.segs = newTree()

@@ -21,6 +21,9 @@ func Example() {
 	a.Free(part2)
 	fmt.Println(string(part3[:11])) // ...the rest stays allocated
 	a.Free(part3)
+	// Trim merges every freed range (the checked build holds them back
+	// for a while) and keeps the block: it held the peak since New.
+	a.Trim()
 
 	var s memkit.Stats
 	a.PublishStats() // figures as of now, for ReadStats on any goroutine

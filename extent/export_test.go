@@ -14,15 +14,21 @@ func (a *Allocator) BorrowChunks() [][]byte {
 	return out
 }
 
-// FreeRanges merges the front cache into the index and reports the number
-// of free ranges.
+// FreeRanges merges the front cache (and the checked build's quarantine)
+// into the index and reports the number of free ranges.
 func (a *Allocator) FreeRanges() int {
-	a.flushRecent()
+	a.FlushRecent()
 	return a.t.count
 }
 
-// FlushRecent merges the front cache into the index.
-func (a *Allocator) FlushRecent() { a.flushRecent() }
+// FlushRecent merges the front cache into the index, and in the checked
+// build gives back the ranges its quarantine holds.
+func (a *Allocator) FlushRecent() {
+	if checked.Enabled {
+		a.releaseHeld("FlushRecent")
+	}
+	a.flushRecent()
+}
 
 // Blocks reports the number of blocks held.
 func (a *Allocator) Blocks() int { return len(a.sorted) }

@@ -740,6 +740,9 @@ func (a *Allocator) Recycle() {
 // will need again instead of releasing and re-reserving them each time.
 // Off-heap blocks are unmapped; heap blocks are left to the GC.
 func (a *Allocator) Trim() int {
+	if checked.Enabled {
+		a.releaseHeld("Trim")
+	}
 	a.flushRecent()
 	keep := a.peak
 	released := 0
@@ -766,6 +769,9 @@ func (a *Allocator) Trim() int {
 // allocator to its state after New (the counters are kept). Every slice it
 // handed out, and every Borrow, becomes invalid.
 func (a *Allocator) Close() {
+	if checked.Enabled {
+		a.releaseHeld("Close")
+	}
 	for _, id := range a.sorted {
 		blk := &a.slots[id]
 		if a.cfg.offHeap && !blk.fallback {
