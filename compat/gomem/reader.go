@@ -16,7 +16,9 @@ import (
 // addressable variable. A copy starts a new reader at the copy's position,
 // at the cost of a skip over the buffers before it. Calls never allocate but
 // for ReadBytes of bytes that span buffers; the first call binds the reader
-// to its variable, which then lives on the heap (one allocation per reader).
+// to its variable, which then lives on the heap: one allocation per reader
+// (two from NewReadableBuffersFromBytes, which makes its Memory too), where
+// gomem's allocated on most calls.
 type MemoryReader struct {
 	*Memory
 	Length int // bytes left to read
@@ -26,7 +28,8 @@ type MemoryReader struct {
 	bound *buffer.Slice // &s when rd reads s; otherwise rd must be rebuilt
 }
 
-// NewReadableBuffersFromBytes returns a reader of the buffers b.
+// NewReadableBuffersFromBytes returns a reader of the buffers b, in a Memory
+// it allocates.
 func NewReadableBuffersFromBytes(b ...[]byte) MemoryReader {
 	m := &Memory{Buffers: b}
 	for _, x := range b {
