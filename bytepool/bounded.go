@@ -90,7 +90,52 @@ func (p *Pool) newBounded(cfg *config) error {
 		p.shards[i].lists = make([]freeList, len(p.sizes))
 	}
 	p.depots = make([]depot, len(p.sizes))
+	p.quickBounded = !cfg.zeroed && !checked.Enabled
 	return nil
+}
+
+// getBoundedQuick is Get of n <= tabMax from a Bounded pool that neither
+// zeroes nor checks: a pop from the goroutine's shard, under its lock.
+func (p *Pool) getBoundedQuick(n int) []byte {
+	c := p.lookup(n)
+	s := p.lockShard()
+	l := &s.lists[c]
+	k := len(l.bufs) - 1
+	if k < 0 {
+		s.Unlock()
+		return p.getBounded(int(c), n)
+	}
+	ptr := l.bufs[k]
+	l.bufs[k] = nil
+	l.bufs = l.bufs[:k]
+	l.allocs++
+	s.Unlock()
+	clearIdle(ptr)
+	return slice(ptr, n, p.sizes[c])
+}
+
+// putBoundedQuick is Put of a capacity <= tabMax to a Bounded pool that
+// neither zeroes nor checks: the region checks, the idle mark, and a push
+// on the goroutine's shard under its lock.
+func (p *Pool) putBoundedQuick(b []byte) {
+	size := cap(b)
+	c := p.lookup(size)
+	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
+	if p.sizes[c] != size || !p.region.contains(ptr) || !p.region.isStart(ptr, int(c)) {
+		p.putSlow(b)
+		return
+	}
+	p.markIdle(ptr)
+	s := p.lockShard()
+	l := &s.lists[c]
+	if len(l.bufs) < cap(l.bufs) {
+		l.bufs = append(l.bufs, ptr)
+		l.frees++
+		s.Unlock()
+		return
+	}
+	s.Unlock()
+	p.pushBounded(ptr, int(c), true)
 }
 
 // lockShard locks and returns the calling goroutine's shard, or the next
@@ -194,23 +239,23 @@ func (p *Pool) countFallback(c int) {
 	s.Unlock()
 }
 
-// release checks a Bounded pool's buffer on Put and clears its out bit. It
-// reports whether the buffer goes back on a free list: false for a heap
-// fallback buffer (counted as freed and dropped) and for a slice that is not
-// a region buffer's start (counted as a bad free). It panics on a double free.
+// release checks a Bounded pool's buffer on Put and, in the release build,
+// marks it idle. It reports whether the buffer goes back on a free list:
+// false for a heap fallback buffer (counted as freed and dropped) and for a
+// slice that is not a region buffer's start (counted as a bad free). It
+// panics on a second Put of an idle buffer.
 func (p *Pool) release(ptr unsafe.Pointer, c, size int) bool {
 	r := p.region
 	if !r.contains(ptr) {
 		p.dropFallback(c, size)
 		return false
 	}
-	w, m, ok := r.bit(ptr, c, size)
-	if !ok {
+	if !r.isStart(ptr, c) {
 		p.counts.badFrees.Add(1)
 		return false
 	}
-	if w.And(^m)&m == 0 {
-		panic(errDoubleFree)
+	if !checked.Enabled { // the checked build poisons idle buffers instead
+		p.markIdle(ptr)
 	}
 	return true
 }

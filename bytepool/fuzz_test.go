@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
@@ -262,6 +263,11 @@ func misuseOp(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, s
 			return err
 		}
 		e.allocs++
+		if unsafe.SliceData(c[:cap(c)]) == unsafe.SliceData(b[:cap(b)]) {
+			// A Bounded pool whose region ran out emptied its quarantine to
+			// serve the Get: the second Put is now the new owner's.
+			return nil
+		}
 		if mu := misuseOf(func() { p.Put(b) }); mu == nil || mu.Kind != checked.DoubleFree {
 			return errorf("second Put after reuse: misuse %v; want a double free", mu)
 		}

@@ -59,9 +59,12 @@ type Pool struct {
 
 	zeroed bool
 	plain  bool // Elastic, not zeroing, not checked: Get has nothing to do but slice
-	secret uint64
-	policy Policy
-	region *region // Bounded only
+	// quickBounded: Bounded, not zeroing, not checked: Get and Put of sizes
+	// in the lookup table take getBoundedQuick and putBoundedQuick.
+	quickBounded bool
+	secret       uint64
+	policy       Policy
+	region       *region // Bounded only
 
 	counts counters
 	budget *budget.Budget   // nil: no limit and no alert
@@ -198,6 +201,9 @@ func (p *Pool) buildTable(t *sizeclass.Table, per int) {
 // the region (Bounded).
 func (p *Pool) Get(n int) []byte {
 	if uint(n) >= p.tabEnd || !p.plain {
+		if p.quickBounded && uint(n) < p.tabEnd {
+			return p.getBoundedQuick(n)
+		}
 		return p.getSlow(n)
 	}
 	e := p.elasticOf(p.lookup(n))
@@ -300,12 +306,9 @@ func (p *Pool) handOutChecked(ptr unsafe.Pointer, c, n int) []byte {
 	if checked.Enabled {
 		p.verifyPoison(b)
 	}
-	if p.region != nil {
-		p.region.markOut(ptr, c, size)
-	}
 	if p.zeroed {
 		clear(b)
-	} else if !checked.Enabled && p.region == nil {
+	} else if !checked.Enabled {
 		clearIdle(ptr)
 	}
 	if checked.Enabled {
@@ -420,6 +423,10 @@ func (p *Pool) fallback(c, n int) []byte {
 func (p *Pool) Put(b []byte) {
 	size := cap(b)
 	if uint(size) >= p.tabEnd || !p.plain {
+		if p.quickBounded && uint(size) < p.tabEnd {
+			p.putBoundedQuick(b)
+			return
+		}
 		p.putSlow(b)
 		return
 	}

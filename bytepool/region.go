@@ -24,11 +24,11 @@ const (
 // ones (sized to waste little), and keeps it; buffers are carved from the
 // run front to back.
 //
-// Every buffer has one bit in its run's bitmap, set while the buffer is
-// handed out. Put clears it with one atomic AND and panics if it was already
-// clear: that is the O(1) double-free check. The same arithmetic (inside the
-// region, in a run of the right class, offset a multiple of the class size)
-// rejects slices whose start moved.
+// Put checks a buffer is one of the region's (inside it, in a run of the
+// right class, at a multiple of the class size from the run's start), which
+// rejects foreign memory and slices whose start moved; the double-free
+// check is the idle mark every pool writes into an idle buffer's first 8
+// bytes (see [Pool.markIdle]).
 type region struct {
 	mem  []byte
 	base uintptr
@@ -37,8 +37,7 @@ type region struct {
 	classOf  []atomic.Int32 // class index, or -1 while unassigned
 	runStart []atomic.Int32 // first slab of the run it belongs to
 
-	bits []atomic.Uint32 // wps words per slab: bit set = handed out
-	wps  int             // words per slab
+	divisor []uint64 // per class: 2^64/size rounded up, for the divisibility test of isStart
 
 	runBytes []int // per class
 
@@ -73,16 +72,16 @@ func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region,
 		mem:      make([]byte, nslabs<<slabShift),
 		classOf:  make([]atomic.Int32, nslabs),
 		runStart: make([]atomic.Int32, nslabs),
-		wps:      (slabSize/minSize + 31) / 32,
+		divisor:  make([]uint64, len(sizes)),
 		runBytes: make([]int, len(sizes)),
 		cursor:   make([]cursor, len(sizes)),
 	}
 	r.base = uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
-	r.bits = make([]atomic.Uint32, nslabs*r.wps)
 	for i := range r.classOf {
 		r.classOf[i].Store(-1)
 	}
 	for c, size := range sizes {
+		r.divisor[c] = ^uint64(0)/uint64(size) + 1
 		r.runBytes[c] = runBytes(size)
 		r.cursor[c].run = -1
 	}
@@ -156,28 +155,20 @@ func (r *region) contains(p unsafe.Pointer) bool {
 	return uintptr(p)-r.base < uintptr(len(r.mem))
 }
 
-// bit returns the bitmap word and mask of the buffer at p, which must be
-// inside the region, or ok == false if p is not the start of a buffer of
-// class c.
-func (r *region) bit(p unsafe.Pointer, c, size int) (w *atomic.Uint32, mask uint32, ok bool) {
+// isStart reports whether p, which must be inside the region, is the start
+// of a buffer of class c: in a run of the class, at a multiple of its size
+// from the run's start. The multiple is tested with one multiplication
+// (Lemire's divisibility test, exact for offsets below 2^32), not a
+// division.
+func (r *region) isStart(p unsafe.Pointer, c int) bool {
 	off := int(uintptr(p) - r.base)
 	slab := off >> slabShift
 	if int(r.classOf[slab].Load()) != c {
-		return nil, 0, false
+		return false
 	}
-	start := int(r.runStart[slab].Load())
-	in := off - start<<slabShift
-	if in%size != 0 {
-		return nil, 0, false
-	}
-	i := in / size
-	return &r.bits[start*r.wps+i/32], 1 << (i % 32), true
-}
-
-// markOut records that the buffer at p, of class c, is handed out.
-func (r *region) markOut(p unsafe.Pointer, c, size int) {
-	w, m, _ := r.bit(p, c, size)
-	w.Or(m)
+	in := uint64(off - int(r.runStart[slab].Load())<<slabShift)
+	m := r.divisor[c]
+	return in*m <= m-1
 }
 
 // classSlabs reports how many slabs class c owns.
