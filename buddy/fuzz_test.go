@@ -2,6 +2,7 @@ package buddy_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -11,8 +12,11 @@ import (
 )
 
 // FuzzAllocator decodes the input into Alloc, Free, double-Free,
-// foreign-Free, Coalesce and verify operations and checks them against a
-// model: no two live blocks overlap, every byte written reads back until
+// foreign-Free, Coalesce and verify operations, with the misuse table's
+// mistakes between them (a second free after the block went to a new
+// owner, a write after free), and checks them against a model: after each
+// mistake memkit panicked with its message or every other live block
+// holds its bytes, and otherwise: no two live blocks overlap, every byte written reads back until
 // Free, every double or foreign free panics with its message, an Alloc fails
 // only when the model's free bytes cannot hold the block, and the stats
 // agree with the model. At the end everything is freed and the whole region
@@ -76,9 +80,28 @@ func FuzzAllocator(f *testing.F) {
 					freed = freed[1:]
 				}
 			case op == 5 && len(freed) > 0:
-				// A double free, unless the block was handed out again.
 				b := freed[int(ops.Byte())%len(freed)]
-				if liveAt(m, b) {
+				if j := liveAt(m, b); j >= 0 {
+					// A second free after the block went to a new owner: a
+					// memkit panic (the checked build's quarantine), or the
+					// new owner's block is freed under it, which the model
+					// then forgets. Every other block must stay intact.
+					victim := m.Live[j].Buf
+					if v, ok := panicOf(func() { a.Free(b) }); ok {
+						if !isMemkitPanic(v) {
+							t.Fatalf("second free after reuse: panic %v", v)
+						}
+						bad++
+						continue
+					}
+					// Unverified: the Free poisoned it in the checked build.
+					m.Live[j] = m.Live[len(m.Live)-1]
+					m.Live = m.Live[:len(m.Live)-1]
+					frees++
+					inUse -= cap(victim)
+					if err := m.VerifyAll(); err != nil {
+						t.Fatal(err)
+					}
 					continue
 				}
 				want, kind := "memkit/buddy: double free", checked.DoubleFree
@@ -100,6 +123,27 @@ func FuzzAllocator(f *testing.F) {
 					t.Fatalf("interior Free: panic %q", memtest.PanicOf(func() { a.Free(b[minBlock:]) }))
 				}
 				bad++
+			case op == 7 && len(freed) > 0 && ops.Byte()%2 == 0:
+				// A write after free into a block no live block covers:
+				// the checked build reports it at memkit.Leaks while the
+				// block is in its quarantine. The byte is put back, so
+				// that the poison check of a later Alloc stays quiet.
+				b := freed[int(ops.Byte())%len(freed)]
+				if covered(m, b) || overlapsLive(m, b) {
+					continue
+				}
+				b = b[:cap(b)] // Alloc(0)'s block is empty but holds minBlock bytes
+				old := b[0]
+				b[0] = ^old
+				if v, ok := panicOf(func() { panicWithLeaksError(a) }); ok {
+					if m, _ := v.(*checked.Misuse); m == nil || m.Kind != checked.UseAfterFree {
+						t.Fatalf("write after free: Leaks panicked %v; want UseAfterFree", v)
+					}
+				}
+				b[0] = old
+				if err := m.VerifyAll(); err != nil {
+					t.Fatal(err)
+				}
 			case op == 7:
 				if err := m.VerifyAll(); err != nil {
 					t.Fatal(err)
@@ -188,14 +232,48 @@ func largestFree(m *memtest.Model, a *buddy.Allocator) int {
 // possible while blocks are live, so it is recorded by the export hook.
 func regionBase(a *buddy.Allocator) uintptr { return a.Base() }
 
-// liveAt reports whether a live block starts where b does.
-func liveAt(m *memtest.Model, b []byte) bool {
-	for _, blk := range m.Live {
+// liveAt returns the index of the live block that starts where b does, or
+// -1.
+func liveAt(m *memtest.Model, b []byte) int {
+	for i, blk := range m.Live {
 		if addr(blk.Buf) == addr(b) {
+			return i
+		}
+	}
+	return -1
+}
+
+// overlapsLive reports whether any byte of b's block is in a live block.
+func overlapsLive(m *memtest.Model, b []byte) bool {
+	for _, blk := range m.Live {
+		if memtest.Overlap(b[:cap(b)], blk.Buf[:cap(blk.Buf)]) {
 			return true
 		}
 	}
 	return false
+}
+
+// panicOf runs f and returns what it panicked with, and whether it did.
+func panicOf(f func()) (v any, panicked bool) {
+	panicked = true
+	defer func() {
+		if panicked {
+			v = recover()
+		}
+	}()
+	f()
+	panicked = false
+	return nil, false
+}
+
+// isMemkitPanic reports whether v is a panic of this package: its message
+// in the release build, a *checked.Misuse in the checked build.
+func isMemkitPanic(v any) bool {
+	if m, ok := v.(*checked.Misuse); ok {
+		return m.Allocator == "buddy"
+	}
+	s, ok := v.(string)
+	return ok && strings.HasPrefix(s, "memkit/buddy: ")
 }
 
 // covered reports whether b's start lies inside a live block.
