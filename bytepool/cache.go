@@ -13,8 +13,8 @@ import (
 // A Cache is not safe for concurrent use; give each goroutine its own. The
 // zero value is not usable: create one with [Pool.NewCache]. It must not be
 // copied. Get and Put are a class lookup and a slice pop or push, with no
-// atomic operation (in a Bounded pool, one atomic bit flip for the
-// double-free check), about half the cost of the pool's. A Cache holds at
+// lock and no atomic operation (but an add to an Elastic pool's sampled
+// count, for 1 buffer in 64), about half the cost of the pool's. A Cache holds at
 // most a magazine per class (64 small buffers, about 512 KiB of a large
 // class) beyond what the pool holds; call [Cache.Release] when the
 // goroutine is done, or those buffers stay out of the pool until the Cache

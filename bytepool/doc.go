@@ -24,67 +24,91 @@
 // pinned (golang/go#23199).
 //
 // [Bounded] reserves one region of its budget at New and carves every
-// buffer out of it: no per-buffer GC objects, a hard bound on the memory
-// the pool holds, and an O(1) double-free check (one bit per buffer). When
-// the region is used up, Get falls back to the heap and counts it, and
-// [Pool.TryGet] reports false.
+// buffer out of it: no per-buffer GC objects, and a hard bound on the
+// memory the pool holds. When the region is used up, Get falls back to the
+// heap and counts it, and [Pool.TryGet] reports false.
 //
 // # Concurrency and cost
 //
-// A [Pool] spreads its free lists over shards (8 per P by default) and a
-// goroutine picks its shard by a hash of its own stack address, so the
-// goroutines running at one moment rarely meet, and a goroutine keeps
-// hitting the same cache-warm shard. A shard is a one-word spinlock and a
-// stack per class: Get and Put are one uncontended compare-and-swap each,
-// with no sync.Pool, no interface boxing and no allocation. If its shard is
-// busy, a goroutine takes the next free one rather than wait. Shards refill
-// from and spill to a per-class depot in batches. A buffer Put by another
-// goroutine than the one that got it costs the same.
+// Every [Pool] is safe for concurrent use, and a buffer got on one
+// goroutine may be put back on any other at the same cost.
 //
-// A [Cache] is a per-goroutine front with no atomics at all (one atomic bit
-// flip per Put in a Bounded pool) for hot loops; it refills and spills in
-// batches too.
+// An Elastic pool keeps its idle buffers in one sync.Pool per class, each
+// buffer held as the pointer to its first byte (pointer-shaped, so no
+// boxing; Get rebuilds the slice from it and the class size). sync.Pool
+// gives every P its own slot, so Get and Put take no lock and no atomic
+// instruction: a class lookup (one table load), the sync.Pool Get or Put,
+// the capacity and alignment checks, the idle mark, and, for 1 buffer in
+// 64, one atomic add to the sampled count. That is within about 10% of
+// bytedance's mcache (a bare sync.Pool per class) and costs no allocation.
+// sync.Pool also drops what stayed idle through two GC cycles: that is the
+// pool's decay.
+//
+// A Bounded pool's buffers live in a region that must stay whole, so it
+// cannot hand them to a sync.Pool, which drops what it holds: it spreads
+// its free lists over shards (8 per P by default, see internal/shard). A
+// goroutine picks its shard by a hash of its own stack address, so the
+// goroutines running at one moment rarely meet and a goroutine keeps
+// hitting the same cache-warm shard; Get and Put are one uncontended
+// compare-and-swap each on the shard's one-word lock, about 1.5 times an
+// Elastic pool's cost. Shards refill from and spill to a per-class depot
+// in batches.
+//
+// A [Cache] is a per-goroutine front with no lock and no atomics (but the
+// sampled count) for hot loops, about half a Pool's cost; it refills and
+// spills in batches.
 //
 // # Misuse
 //
-//   - Get(n) with n < 0 panics: "memkit/bytepool: negative size".
-//   - Put of a buffer whose capacity is no class, or (Bounded) that does not
-//     start a buffer of the region, is dropped and counted in
+//   - Get(n) with n < 0 panics: "memkit/bytepool: negative size"; a size
+//     above the largest class that the Go heap cannot address panics with
+//     "memkit/bytepool: size ... is more than the heap can serve".
+//   - Put of a buffer whose capacity is no class is dropped and counted in
 //     Stats.BadFrees; it is never filed into a class it does not fit.
-//   - A second Put of a Bounded pool's buffer panics: "memkit/bytepool:
-//     double free". So does an Elastic pool's while the buffer is still
-//     idle: Put writes a mark derived from the buffer's address and a random
-//     secret into its first 8 bytes, and Get clears it (so those 8 bytes of
-//     a buffer just got are zero, not the previous user's). An Elastic pool
-//     holds no other per-buffer state, so a second Put after the buffer was
-//     handed out again, to a new user whose bytes replaced the mark, cannot
-//     be told from a first: the buffer then lives in the pool while in use,
-//     which is memory-safe for the GC but lets two users share it. The
-//     checked build catches that one too.
-//   - An Elastic pool cannot tell either a buffer it never handed out, or one
-//     re-sliced past its start, from its own when the capacity is a class's:
-//     it keeps it. That is memory-safe while the caller, having given the
-//     memory up, does not touch it again.
+//   - Put of a re-sliced buffer whose start moved: a Bounded pool drops and
+//     counts every one (its region arithmetic knows where each buffer
+//     starts). An Elastic pool keeps no per-buffer state: it drops and
+//     counts a start that breaks the 16-byte alignment the Go heap gives
+//     every buffer of 16 bytes or more, but b[16:] of a 96-byte buffer,
+//     whose capacity is the 80-byte class's, is filed into that class. It is
+//     memory-safe (the GC keeps the whole buffer alive) while the caller,
+//     having given the memory up, does not touch it again.
+//   - A second Put of a buffer still idle in the pool panics:
+//     "memkit/bytepool: double free". Put writes a mark derived from the
+//     buffer's address and a random secret into its first 8 bytes, and Get
+//     clears it (so those 8 bytes of a buffer just got are zero, not the
+//     previous user's).
+//   - What the release build cannot see: a second Put after the buffer was
+//     handed out again, to a new user whose bytes replaced the mark, looks
+//     like a first, in both policies: the buffer then goes back on a free
+//     list while in use (its first 8 bytes take the mark), and a later Get
+//     shares it. An Elastic pool also takes foreign memory whose capacity
+//     is a class's, aligned as heap buffers are, for its own, and keeps it.
+//     A write after Put lands in the idle buffer, and a write into the slack
+//     past the length stays in the buffer (its capacity is locked). The
+//     checked build reports all of them.
 //
 // # Checked build
 //
 // Built with -tags memkitdebug, a pool records every buffer it hands out
 // (its address, the length asked for and the stack of the Get) and turns
-// each of these mistakes into a panic whose value, an error (memkit's
-// internal checked.Misuse), names the allocator, the operation and the
-// kind of mistake — "memkit/bytepool: Put: double free at 0x..." — and
-// prints the stacks that explain it:
+// each of these mistakes into a panic whose value, a *memkit.Misuse,
+// names the allocator, the operation and the kind of mistake —
+// "memkit/bytepool: Put: double free at 0x..." — and prints the stacks
+// that explain it:
 //
-//   - a second Put (Kind DoubleFree, in every policy, with the stacks of the
-//     Get and of the first Put);
+//   - a second Put (Kind DoubleFree, with the stacks of the Get and of the
+//     first Put), at the call that makes it, even after the memory would
+//     have gone to a new owner: Put fills the buffer with poison and holds
+//     it in a quarantine (up to 4 MiB or 4096 buffers per pool, oldest out
+//     first) before it can be handed out again;
 //   - a Put of memory the pool never handed out (ForeignFree), whatever
 //     its capacity;
 //   - a Put of a re-sliced buffer whose start or capacity moved (MovedFree,
 //     with the stack of the Get of the buffer it belongs to);
-//   - a write after Put (UseAfterFree): Put fills the whole capacity with
-//     poison, and Get checks it is intact before handing the buffer out
-//     again, naming the byte and the stacks of the previous owner's Get and
-//     Put;
+//   - a write after Put (UseAfterFree, naming the byte and the stacks of
+//     the Get and the Put), found when the buffer leaves the quarantine or,
+//     sooner, by memkit.Leaks(p), which checks every buffer held;
 //   - a write into the slack past the length Get gave (Overflow): Get fills
 //     it with guard bytes (zeros in a zeroing pool) and Put checks them. A
 //     buffer grown by append within its capacity is not an overflow if it
@@ -94,27 +118,52 @@
 //
 // memkit.Leaks(p) lists the buffers handed out and not put back, with the
 // stacks of their Gets, for a test's cleanup. The checked build is best
-// effort in the sense of Go's arena: a write after Put is seen only when
-// the buffer is handed out again, and a write past the capacity, which only
-// unsafe code can make, is not seen. It costs two stack captures and a
-// map update per Get and per Put, and a fill and a scan of the whole
-// buffer: a Get/Put pair takes microseconds instead of nanoseconds,
-// hundreds of times slower than in the release build, which pays nothing
-// for any of it (the checks are behind a constant). Use it in tests and
+// effort in the sense of Go's arena: a write past the capacity, which only
+// unsafe code can make, is not seen, and when a Bounded pool's region (or
+// an Elastic pool's budget) runs out, the pool empties its quarantine to
+// serve the Get, after which a second Put of those buffers may come too
+// late to be seen. It costs two stack captures and a map update per Get and
+// per Put, and a fill and a scan of the whole buffer: a Get/Put pair takes
+// microseconds, hundreds of times slower than in the release build, which
+// pays nothing for any of it (the checks are behind a constant). In the
+// checked build a Cache passes every call to its pool. Use it in tests and
 // staging, not in production.
 //
 // # Budgets
 //
-// [WithBudget] is the size of a Bounded pool's region, and an optional
-// bound on what an Elastic pool makes and keeps: at the budget a Get falls
-// back to the heap, counted in Stats.HeapFallbacks, and TryGet reports
-// false. [WithBudgetAlert] calls back when the bytes charged cross a
-// threshold. Both are charged on slow paths only: a Get or Put served from
-// a shard or a Cache never touches them.
+// [WithBudget] is the size of a Bounded pool's region (at most 128 TiB and,
+// on Linux, the machine's RAM and swap: New returns an error past either),
+// and an optional bound on what an Elastic pool makes and the GC has not
+// collected: at the budget a Get falls back to the heap, counted in
+// Stats.HeapFallbacks, and TryGet reports false. [WithBudgetAlert] calls
+// back when the bytes charged cross a threshold. Both are charged on slow
+// paths only: when a buffer is made, a slab taken, or the GC collects a
+// buffer; a Get or Put of an idle buffer never touches them.
 //
 // # Statistics
 //
-// [Pool.ReadStats] reports the shared [memkit.Stats] with a row per class;
-// counters live in the shards (and in Caches until they refill, spill or are
-// released), never in one word every goroutine writes.
+// [Pool.ReadStats] reports the shared [memkit.Stats] with a row per class,
+// and may be called from any goroutine while others use the pool (it reads
+// atomics and takes a Bounded pool's shard locks one at a time).
+//
+// Exact: everything of a Bounded pool; every slow-path event of an Elastic
+// one (Grows, the buffers made; Releases, those the GC collected, counted
+// by a cleanup on each; HeapFallbacks, Failures, BadFrees, and the Allocs,
+// Frees and bytes of buffers above the largest class); ReservedBytes of
+// an Elastic pool (the buffers made and not yet collected, as of the last
+// GC); and what Caches count, folded in when they refill, spill or are
+// released. [WithExactStats] makes an Elastic pool count every call
+// exactly too, at one shared atomic add per call.
+//
+// Estimated: an Elastic pool's own Get and Put keep no counter that every
+// goroutine would write. They count only the buffers whose address hashes
+// into a fixed 1-in-64 sample: +1 when one is handed out, -1 when it comes
+// back, so the sampled count is exactly the sampled buffers in use, and
+// LiveObjects (and InUseBytes) is that count times 64, never negative. With
+// L buffers in use at random addresses its standard deviation is about
+// 8·sqrt(L): 80% at L = 100, 8% at 10,000, under 1% past a million (a
+// class's heap buffers sit at regular steps, which the hash spreads more
+// evenly than chance). Allocs and Frees of those calls are estimated the
+// same way, each sampled call counting 64: a workload that recycles a few
+// buffers sees them counted far too often or not at all.
 package bytepool

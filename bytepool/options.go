@@ -11,15 +11,15 @@ type Policy int
 
 const (
 	// Elastic, the default, allocates each buffer from the Go heap on first
-	// use and keeps returned buffers for reuse. Idle buffers are given back
-	// to the GC over time: memory kept after a burst decays within two GC
-	// cycles instead of staying pinned.
+	// use and keeps returned buffers for reuse, per P, in a sync.Pool per
+	// class. Idle buffers are given back to the GC over time: memory kept
+	// after a burst decays within two GC cycles instead of staying pinned.
 	Elastic Policy = iota
 	// Bounded reserves one region of Budget bytes up front and carves every
 	// buffer out of it, so the pool holds no per-buffer GC objects and never
 	// exceeds its budget. When the region is used up, Get falls back to the
-	// heap (counted in Stats.HeapFallbacks) and TryGet reports false. A double
-	// Put of a region buffer panics.
+	// heap (counted in Stats.HeapFallbacks) and TryGet reports false. A Put
+	// of anything but the start of a region buffer is dropped and counted.
 	Bounded
 )
 

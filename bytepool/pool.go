@@ -24,7 +24,7 @@ import (
 // buffer's data pointer (a per-P slot, no atomic instruction, no boxing)
 // plus a table lookup, a capacity check and the idle mark: within 10% of a
 // bare sync.Pool per class. A [Bounded] pool's are one uncontended
-// compare-and-swap on the goroutine's shard and one atomic bit flip each.
+// compare-and-swap on the goroutine's shard each.
 // Neither allocates once the pool is warm. For a hot loop on one
 // goroutine, a [Cache] is cheaper still.
 //
@@ -325,7 +325,8 @@ func (p *Pool) handOutChecked(ptr unsafe.Pointer, c, n int) []byte {
 // panics as a double free: two O(1) word accesses on a cache line the
 // caller has just used. A second Put after the pool handed the buffer out
 // again finds the new user's bytes instead and cannot be told from a first:
-// only the checked build (or a Bounded pool's bitmap) catches that one. The
+// only the checked build catches that one. A Bounded pool keeps the same
+// mark in its idle buffers. The
 // odds that a user's own bytes equal the word by chance are 2^-64.
 
 // markIdle marks the buffer at ptr idle, panicking if it already is.

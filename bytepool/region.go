@@ -12,7 +12,8 @@ import (
 )
 
 // slabShift fixes a Bounded pool's slab at 64 KiB: small enough that every
-// class of a modest budget gets one, large enough that its bitmap is small.
+// class of a modest budget gets one, large enough that its per-slab
+// tables are small.
 const (
 	slabShift = 16
 	slabSize  = 1 << slabShift
