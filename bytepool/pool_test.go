@@ -3,6 +3,7 @@ package bytepool_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -724,4 +725,56 @@ func TestPool_ReadStatsWhileInUse(t *testing.T) {
 			t.Fatalf("after the owners stopped: %v", &s)
 		}
 	})
+}
+
+func TestElastic_SampledInUseFollowsAModel(t *testing.T) {
+	// The in-use estimate of an Elastic pool counts 1 buffer in 64 and
+	// scales by 64: check it against the true count at several points of a
+	// workload, within 6 standard deviations (8·sqrt(L) each), and that it
+	// is exactly 0, never below, once everything is back.
+	p := mustNew(t)
+	scale := p.SampleScale()
+	if scale != 64 {
+		t.Fatalf("sample scale %d; want 64", scale)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var live [][]byte
+	check := func(when string) {
+		t.Helper()
+		s := readStats(p)
+		l := float64(len(live))
+		tol := 6 * 8 * math.Sqrt(l)
+		if got := float64(s.LiveObjects); math.Abs(got-l) > tol || s.LiveObjects%scale != 0 {
+			t.Fatalf("%s: estimated %d live; true %d (tolerance %.0f)", when, s.LiveObjects, len(live), tol)
+		}
+		t.Logf("%s: estimated %d live; true %d (error %+.1f%%)", when, s.LiveObjects, len(live), 100*(float64(s.LiveObjects)-l)/l)
+		var inUse uint64
+		for _, row := range s.Classes {
+			if row.InUseBytes != row.LiveObjects*row.Size {
+				t.Fatalf("%s: class %d in use %d for %d live", when, row.Size, row.InUseBytes, row.LiveObjects)
+			}
+			inUse += row.InUseBytes
+		}
+		if inUse != s.InUseBytes {
+			t.Fatalf("%s: rows sum to %d in use; total %d", when, inUse, s.InUseBytes)
+		}
+	}
+	for range 40000 {
+		live = append(live, p.Get(1+rng.IntN(2000)))
+	}
+	check("after 40000 Gets")
+	for i := 0; i < 20000; i++ {
+		j := rng.IntN(len(live))
+		p.Put(live[j])
+		live[j] = live[len(live)-1]
+		live = live[:len(live)-1]
+	}
+	check("after 20000 Puts")
+	for _, b := range live {
+		p.Put(b)
+	}
+	live = nil
+	if s := readStats(p); s.LiveObjects != 0 || s.InUseBytes != 0 {
+		t.Fatalf("after every buffer came back: %v", &s)
+	}
 }
