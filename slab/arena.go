@@ -91,6 +91,9 @@ type Arena struct {
 	// shard whose reference a free dropped, for the Shared to release.
 	tag     uint32
 	handoff Loc
+	// For a shard: where to publish the base of last (0 for none), so that
+	// a Shared's DecRef can guess the shard of a buffer without a lock.
+	lastBase *atomic.Uintptr
 
 	// The budget and alert of WithBudget and WithBudgetAlert, charged when
 	// a slab is taken or released; nil for none.
@@ -588,7 +591,7 @@ func (a *Arena) release(s *slab) {
 	a.index[len(a.index)-1] = slabRef{}
 	a.index = a.index[:len(a.index)-1]
 	if a.last == s {
-		a.last = nil
+		a.setLast(nil)
 	}
 	if a.free != nil {
 		a.free(s.mem)
@@ -646,8 +649,21 @@ func (a *Arena) lookup(p uintptr) *slab {
 		return nil
 	}
 	s := idx[lo-1].s
-	a.last = s
+	a.setLast(s)
 	return s
+}
+
+// setLast makes s the slab of the last lookup, and publishes its base for
+// a Shared.
+func (a *Arena) setLast(s *slab) {
+	a.last = s
+	if a.lastBase != nil {
+		var base uintptr
+		if s != nil {
+			base = s.base
+		}
+		a.lastBase.Store(base)
+	}
 }
 
 // locate returns the slab and chunk of buf, or nil if buf is not inside one

@@ -105,16 +105,16 @@ func BenchmarkShared_Floor(b *testing.B) {
 	const n = 64
 	b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 	var locks [2]shard.Lock
-	lockPairs := func() {
-		locks[0].Lock()
-		locks[0].Unlock()
-		locks[1].Lock()
-		locks[1].Unlock()
-	}
+	var held int
 	b.Run("impl=2-locks", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			lockPairs()
+			locks[0].Lock()
+			held++
+			locks[0].Unlock()
+			locks[1].Lock()
+			held--
+			locks[1].Unlock()
 		}
 	})
 	a := mustArena(b, 64, 1<<20, 2)

@@ -312,7 +312,7 @@ func (m *arenaModel) mistake(ops *memtest.Ops, kind byte) error {
 		}
 	case 14: // write after free into a chunk not handed out again
 		f := m.freedUnused(ops)
-		if f == nil || len(f) == 0 {
+		if len(f) == 0 {
 			return nil
 		}
 		i := int(ops.Byte()) % len(f)

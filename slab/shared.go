@@ -72,7 +72,10 @@ type arenaShard struct {
 	_ shard.Pad
 	shard.Lock
 	a *Arena
-	_ shard.Pad
+	// The base of the slab of the Arena's last lookup, published with an
+	// atomic store when it changes (a slow path), for DecRef's guess.
+	lastBase atomic.Uintptr
+	_        shard.Pad
 }
 
 func (s *arenaShard) lock()   { s.Lock.Lock() }
@@ -128,6 +131,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 			return nil, err
 		}
 		a.tag = id << slotBits
+		a.lastBase = &sh.shards[k].lastBase
 		if checked.Enabled {
 			a.chk.guard = &sh.shards[k].Lock
 		}
@@ -229,11 +233,10 @@ func (sh *Shared) lockLoc(l Loc) *arenaShard {
 	return s
 }
 
-// lockAny locks the calling goroutine's shard (by an address on its
-// stack), or, when that one is busy, the next free one: any shard can
-// serve an Alloc.
-func (sh *Shared) lockAny() *arenaShard {
-	h := shard.Hint()
+// lockAny locks the calling goroutine's shard (h, the hint of an address
+// on its stack), or, when that one is busy, the next free one: any shard
+// can serve an Alloc.
+func (sh *Shared) lockAny(h uintptr) *arenaShard {
 	if s := &sh.shards[h&sh.mask]; s.TryLock() {
 		return s
 	}
@@ -254,16 +257,21 @@ func (sh *Shared) ClassSize(n int) int {
 
 // Alloc is [Arena.Alloc], from the calling goroutine's shard.
 func (sh *Shared) Alloc(n int) []byte {
-	b, _ := sh.TryAlloc(n)
+	b, _ := sh.tryAlloc(n, shard.Hint())
 	return b
 }
 
 // TryAlloc is [Arena.TryAlloc], from the calling goroutine's shard.
-func (sh *Shared) TryAlloc(n int) ([]byte, error) {
+func (sh *Shared) TryAlloc(n int) ([]byte, error) { return sh.tryAlloc(n, shard.Hint()) }
+
+// tryAlloc is TryAlloc from the shard of hint h, which the caller takes in
+// the method the user called, as DecRef does, so that a goroutine's DecRef
+// looks first in the shard its Allocs came from.
+func (sh *Shared) tryAlloc(n int, h uintptr) ([]byte, error) {
 	if n < 0 {
 		panic(msgNegative)
 	}
-	s := sh.lockAny()
+	s := sh.lockAny(h)
 	if checked.Enabled {
 		return sh.tryAllocChecked(s, n)
 	}
@@ -349,13 +357,32 @@ func (sh *Shared) AddRef(buf []byte) {
 // DecRef is [Arena.DecRef]. When it frees a chain, it releases the chunks
 // of each shard in turn.
 func (sh *Shared) DecRef(buf []byte) bool {
-	s := sh.lockBuf(buf, true)
+	// The guess: a buffer freed by the goroutine that allocated it lies in
+	// that goroutine's shard, most likely in the slab of its last DecRef.
+	// The shard's lock makes the guess certain or sends DecRef the long
+	// way, through the table of slabs.
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	s := &sh.shards[shard.Hint()&sh.mask]
+	if p-s.lastBase.Load() >= uintptr(sh.slabSize) || !sh.lockIfLast(s, p) {
+		s = sh.lockBuf(buf, true)
+	}
 	var h Loc
 	last, chained := sh.decRef(s, buf, &h)
 	if chained {
 		sh.release(h)
 	}
 	return last
+}
+
+// lockIfLast locks s and reports whether p lies in the slab of its
+// Arena's last lookup, and so in s; if not, it unlocks s.
+func (sh *Shared) lockIfLast(s *arenaShard, p uintptr) bool {
+	s.lock()
+	if l := s.a.last; l != nil && p-l.base < uintptr(sh.slabSize) {
+		return true
+	}
+	s.unlock()
+	return false
 }
 
 // decRef is the part of DecRef under the shard's lock, which it releases
