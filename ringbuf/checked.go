@@ -3,7 +3,6 @@ package ringbuf
 import (
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
 )
@@ -187,9 +186,9 @@ func (c *ringChecked) giveBack(pos uint64, op string) {
 // release build's checks refused: a slot of no lend of this ring, one
 // handed back before, or one lent by the other operation.
 func (c *ringChecked) badReturn(op string, s Slot) {
-	if s.buf == nil || unsafe.Pointer(unsafe.SliceData(s.buf)) != c.r.slotPtr(s.pos) {
+	if s.p == nil || s.p != c.r.slotPtr(s.pos) {
 		want := map[string]string{"Commit": "Reserve", "Release": "Peek"}[op]
-		panic(c.trk.Report(op, checked.ForeignFree, uintptr(unsafe.Pointer(unsafe.SliceData(s.buf))), nil,
+		panic(c.trk.Report(op, checked.ForeignFree, uintptr(s.p), nil,
 			"a Slot lent by no "+want+" of this ring"))
 	}
 	c.mu.Lock()

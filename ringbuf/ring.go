@@ -69,10 +69,9 @@ type Ring struct {
 	// The checked build's state (-tags memkitdebug); nil otherwise.
 	chk *ringChecked
 
-	// Waiting, on its own cache lines, written only while someone waits:
-	// writers for a slot to be freed (by Read, Release, Peek or a drop),
-	// readers (and Overwrite's writers) for a record to be published.
-	_       [64]byte
+	// Waiting: writers for a slot to be freed (by Read, Release, Peek or a
+	// drop), readers (and Overwrite's writers) for a record to be
+	// published. The counts are written only while someone waits.
 	space   waitq
 	records waitq
 }
@@ -135,6 +134,8 @@ func New(slots, slotSize int, opts ...Option) (*Ring, error) {
 		start:    cfg.start,
 		slots:    make([]slot, n),
 		mem:      mem,
+		space:    newWaitq(),
+		records:  newWaitq(),
 	}
 	r.tail.Store(cfg.start)
 	r.head.Store(cfg.start)
@@ -430,14 +431,17 @@ func (r *Ring) recordReady() bool {
 // commits or releases it, but two must not use it at once. The zero Slot
 // is lent by no ring; Commit and Release panic on it.
 type Slot struct {
-	buf  []byte
+	// Four fields in 24 bytes, so that the compiler keeps a Slot in
+	// registers.
+	p    unsafe.Pointer // the slot's memory
+	n    uint32         // bytes lent: the slot's size (Reserve) or the record's (Peek)
+	peek bool           // lent by Peek, not Reserve
 	pos  uint64
-	peek bool // lent by Peek, not Reserve
 }
 
 // Bytes returns the slot's memory: the whole slot for a reserved slot, the
 // record for a peeked one.
-func (s Slot) Bytes() []byte { return s.buf }
+func (s Slot) Bytes() []byte { return unsafe.Slice((*byte)(s.p), s.n) }
 
 // Reserve lends the next free slot for a writer to fill in place, following
 // the ring's policy when full as [Ring.WriteContext] does. Hand it back
@@ -461,7 +465,7 @@ func (r *Ring) Reserve(ctx context.Context) (Slot, error) {
 	if r.alertFn != nil {
 		r.alert()
 	}
-	return Slot{buf: unsafe.Slice((*byte)(r.slotPtr(pos)), r.slotSize), pos: pos}, nil
+	return Slot{p: r.slotPtr(pos), n: uint32(r.slotSize), pos: pos}, nil
 }
 
 // Commit publishes the first n bytes of a slot from [Ring.Reserve] as a
@@ -474,8 +478,8 @@ func (r *Ring) Commit(s Slot, n int) {
 	if n < 0 || n > r.slotSize {
 		panic(msgCommitRange)
 	}
-	if s.peek || s.buf == nil || r.slotAt(s.pos).seq.Load() != s.pos || int64(r.tail.Load()-s.pos) <= 0 ||
-		unsafe.Pointer(unsafe.SliceData(s.buf)) != r.slotPtr(s.pos) {
+	if s.peek || s.p == nil || r.slotAt(s.pos).seq.Load() != s.pos || int64(r.tail.Load()-s.pos) <= 0 ||
+		s.p != r.slotPtr(s.pos) {
 		if checked.Enabled {
 			r.chk.badReturn("Commit", s)
 		}
@@ -502,10 +506,10 @@ func (r *Ring) Peek() (Slot, bool) {
 	}
 	// The record left the ring: a Block writer waiting for room may go on.
 	r.space.wake()
-	s := Slot{buf: unsafe.Slice((*byte)(r.slotPtr(pos)), r.slotAt(pos).n), pos: pos, peek: true}
+	s := Slot{p: r.slotPtr(pos), n: r.slotAt(pos).n, pos: pos, peek: true}
 	if checked.Enabled {
 		r.chk.taken(pos, "Peek")
-		r.chk.lend(pos, "Peek", len(s.buf))
+		r.chk.lend(pos, "Peek", int(s.n))
 	}
 	if r.alertFn != nil {
 		r.alert()
@@ -519,8 +523,8 @@ func (r *Ring) Peek() (Slot, bool) {
 // committed or not, which would otherwise free the slot of a record a
 // reader may still hold.
 func (r *Ring) Release(s Slot) {
-	if !s.peek || s.buf == nil || r.slotAt(s.pos).seq.Load() != s.pos+1 || int64(r.head.Load()-s.pos) <= 0 ||
-		unsafe.Pointer(unsafe.SliceData(s.buf)) != r.slotPtr(s.pos) {
+	if !s.peek || s.p == nil || r.slotAt(s.pos).seq.Load() != s.pos+1 || int64(r.head.Load()-s.pos) <= 0 ||
+		s.p != r.slotPtr(s.pos) {
 		if checked.Enabled {
 			r.chk.badReturn("Release", s)
 		}
