@@ -3,6 +3,7 @@ package slab_test
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -88,10 +89,14 @@ func TestView_ChecksSizeAndAlignment(t *testing.T) {
 	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] of 3 needs 12 bytes, buffer has 11", func() { slab.ViewSlice[uint32](buf[:11], 3) })
 	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] needs 4-byte alignment", func() { slab.ViewSlice[uint32](buf[2:], 1) })
 	memtest.CheckPanic(t, "memkit/slab: negative size", func() { slab.ViewSlice[uint32](buf, -1) })
-	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] of 4611686018427387904 needs 2^64 or more bytes, buffer has 64",
-		func() { slab.ViewSlice[uint32](buf[:64], 1<<62) })
-	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] of 1152921504606846976 needs 4611686018427387904 bytes, buffer has 64",
-		func() { slab.ViewSlice[uint32](buf[:64], 1<<60) })
+	huge, need := 1<<(strconv.IntSize-2), "2^64 or more" // a product that overflows 64 bits
+	if strconv.IntSize == 32 {
+		need = "4294967296"
+	}
+	memtest.CheckPanic(t, fmt.Sprintf("memkit/slab: ViewSlice[uint32] of %d needs %s bytes, buffer has 64", huge, need),
+		func() { slab.ViewSlice[uint32](buf[:64], huge) })
+	memtest.CheckPanic(t, "memkit/slab: ViewSlice[uint32] of 1073741824 needs 4294967296 bytes, buffer has 64",
+		func() { slab.ViewSlice[uint32](buf[:64], 1<<30) })
 	xs := slab.ViewSlice[uint32](buf, 16)
 	if len(xs) != 16 || unsafe.Pointer(&xs[0]) != unsafe.Pointer(&buf[0]) {
 		t.Fatalf("ViewSlice: len %d, aliases buf %v", len(xs), unsafe.Pointer(&xs[0]) == unsafe.Pointer(&buf[0]))
