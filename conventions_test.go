@@ -71,16 +71,14 @@ var noCopyDoc = regexp.MustCompile(`(?:must|may) not be copied|may be copied onl
 var awaitingNoCopy = []string{
 	"arena.Arena",
 	"arena.Typed",
-	"buddy.Allocator",
 	"buffer.Buffer",
-	"buffer.FixedPool",
 	"bytepool.Cache",
+	"compat/gomem.ScalableMemoryAllocator",
 	"compat/goslab.Arena",
-	"extent.Allocator",
+	"compat/vikibytepool.Pool",
 	"extent.Recyclable",
 	"offheap.Allocator",
 	"ringbuf.Typed",
-	"slab.Arena",
 	"slab.ChainReader",
 	"slab.ChainWriter",
 }

@@ -292,7 +292,7 @@ func TestHandler_Chromium(t *testing.T) {
 // Publish an allocator and serve its stats: as an expvar variable at
 // /debug/vars and on memkit's debug page.
 func ExamplePublish() {
-	pool, err := bytepool.New()
+	pool, err := bytepool.New(bytepool.WithExactStats()) // exact counts, for the output below
 	if err != nil {
 		panic(err)
 	}

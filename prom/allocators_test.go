@@ -28,7 +28,7 @@ func TestCollector_EveryAllocator(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pool, err := bytepool.New()
+	pool, err := bytepool.New(bytepool.WithExactStats()) // every Get and Put counted, for the figures below
 	must(err)
 	pool.Get(100)
 	sl, err := slab.NewArena(64, 1<<20, 2, nil)
@@ -55,6 +55,7 @@ func TestCollector_EveryAllocator(t *testing.T) {
 	bd, err := buddy.New(1<<20, 64)
 	must(err)
 	bd.Alloc(100)
+	bd.PublishStats() // the owner publishes its counts; ReadStats reads what was published
 
 	sources := map[string]memkit.StatsSource{
 		"bytepool": pool, "slab": sl, "ringbuf": ring, "arena": ar, "arena_pool": ap,

@@ -121,7 +121,7 @@ func writeGolden(t *testing.T, reg prometheus.Gatherer, path string) {
 // Two collectors over real allocators of different kinds, and the Go
 // collector, in one pedantic registry.
 func TestCollector_PedanticRegistry(t *testing.T) {
-	pool, err := bytepool.New()
+	pool, err := bytepool.New(bytepool.WithExactStats()) // every Get and Put counted, for the figures below
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestCollector_CollectAllocatesOnce(t *testing.T) {
 // Scrapes run concurrently with each other and with the allocator's users;
 // the race detector checks the collector's own state.
 func TestCollector_ConcurrentCollect(t *testing.T) {
-	pool, err := bytepool.New()
+	pool, err := bytepool.New(bytepool.WithExactStats()) // every Get and Put counted, for the figures below
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ const e2eTimeout = 60 * time.Second
 func TestE2E_PrometheusScrapes(t *testing.T) {
 	bin := e2e.PrometheusBinary(t)
 
-	pool, err := bytepool.New()
+	pool, err := bytepool.New(bytepool.WithExactStats()) // every Get and Put counted, for the figures below
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // Publish each allocator once, under the name the debug page shows, and
 // register one collector for all of them next to the Go collector.
 func ExampleNew() {
-	pool, err := bytepool.New()
+	pool, err := bytepool.New(bytepool.WithExactStats())
 	if err != nil {
 		panic(err)
 	}
@@ -53,7 +53,7 @@ func ExampleNew() {
 
 // The deprecated collector of one allocator, registered per allocator.
 func ExampleNewCollector() {
-	pool, err := bytepool.New()
+	pool, err := bytepool.New(bytepool.WithExactStats())
 	if err != nil {
 		panic(err)
 	}
@@ -100,7 +100,7 @@ func ExampleNewCollector() {
 func ExampleWithConstLabels() {
 	reg := prometheus.NewRegistry()
 	for _, tenant := range []string{"acme", "globex"} {
-		pool, err := bytepool.New()
+		pool, err := bytepool.New(bytepool.WithExactStats())
 		if err != nil {
 			panic(err)
 		}

@@ -72,7 +72,8 @@ func TestRun_BufferWorkloadsOfMemkitAllocateNothing(t *testing.T) {
 		t.Fatalf("no memkit row:\n%s", out)
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "  memkit ") && !regexp.MustCompile(`^  memkit +\S+ +\d+ +0 `).MatchString(line) {
+		// Under the race detector sync.Pool, under buffer.Get, drops Puts.
+		if !raceEnabled && strings.HasPrefix(line, "  memkit ") && !regexp.MustCompile(`^  memkit +\S+ +\d+ +0 `).MatchString(line) {
 			t.Errorf("memkit row allocates: %s", line)
 		}
 	}

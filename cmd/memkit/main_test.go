@@ -47,11 +47,13 @@ func TestRun_Table(t *testing.T) {
 	// cycle lands in so short a run: the pool's decay pass runs after it on
 	// the finalizer goroutine, and testing charges every goroutine's
 	// allocations to the benchmark. It must stay below one 64-byte buffer.
+	// Under the race detector sync.Pool drops Puts at random: memkit's row
+	// then allocates.
 	m := regexp.MustCompile(`(?m)^  memkit +\S+ +(\d+) +0 +1\.00$`).FindStringSubmatch(out)
 	if m == nil {
 		m = []string{"", "no row"}
 	}
-	if bytes, err := strconv.Atoi(m[1]); err != nil || bytes >= 64 {
+	if bytes, err := strconv.Atoi(m[1]); !raceEnabled && (err != nil || bytes >= 64) {
 		t.Errorf("memkit row is not under 64 B/op, 0 allocs/op, ratio 1.00:\n%s", out)
 	}
 	if strings.Contains(out, "GetPutParallel") {
