@@ -186,7 +186,7 @@ var mistakes = []memtest.Mistake{
 	},
 	{
 		Name:    "write after free",
-		Release: "not caught (the write stays in the freed chunk)",
+		Release: "not caught: the write lands in the chunk, which may have a new owner already",
 		Checked: "UseAfterFree, reported by `memkit.Leaks` or when the chunk leaves the quarantine",
 		Op:      "memkit.Leaks", Kind: checked.UseAfterFree,
 		Setup: func(t testing.TB) (func(), func() error) {
