@@ -1,9 +1,11 @@
 package arena
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -128,8 +130,11 @@ func TryNew[T any](a *Arena) (*T, error) {
 // the heap (use [Append] to grow it in the arena). If the arena's budget is
 // exhausted, the slice comes from the Go heap instead. It panics with
 // "memkit/arena: negative length" if len or cap is negative, with
-// "memkit/arena: length greater than capacity" if len > cap, and if the
-// arena was freed.
+// "memkit/arena: length greater than capacity" if len > cap, with
+// "memkit/arena: requested size too large" past the largest slice the
+// runtime makes, with "memkit/arena: requested size more than the system
+// can allocate" when the system refuses the memory (where make would end
+// the process), and if the arena was freed.
 func MakeSlice[T any](a *Arena, len, cap int) []T {
 	checkLenCap(len, cap)
 	p, _ := allocN[T](a, cap, true)
@@ -137,8 +142,9 @@ func MakeSlice[T any](a *Arena, len, cap int) []T {
 }
 
 // TryMakeSlice is [MakeSlice] that, when the slice does not fit in the
-// arena's budget, returns nil and [ErrBudget] (or an error wrapping it)
-// instead of falling back to the heap, leaving the arena unchanged.
+// arena's budget or the system cannot allocate it, returns nil and
+// [ErrBudget] (or an error wrapping it) instead of falling back to the heap
+// or panicking, leaving the arena unchanged but for Stats.Failures.
 func TryMakeSlice[T any](a *Arena, len, cap int) ([]T, error) {
 	checkLenCap(len, cap)
 	p, err := allocN[T](a, cap, false)
@@ -185,6 +191,21 @@ func allocN[T any](a *Arena, n int, fallback bool) (*T, error) {
 // more cannot be allocated.
 const maxBytes = uintptr(1)<<(min(unsafe.Sizeof(uintptr(0))*8-1, 47)) - 1
 
+// checkSystem asks the system whether it can serve nb bytes (a request of
+// at least sysmem.ProbeMin): if not, a call that falls back to the heap
+// (fallback) panics with msgNoMemory, as make would have ended the process
+// with the runtime's fatal "out of memory"; a TryNew-style call gets an
+// error wrapping ErrBudget.
+func checkSystem(nb uintptr, fallback bool) error {
+	if sysmem.Available(uint64(nb)) {
+		return nil
+	}
+	if fallback {
+		panic(msgNoMemory)
+	}
+	return fmt.Errorf("%w: %d bytes are more than the system can allocate now", ErrBudget, nb)
+}
+
 // allocSlow is the slow path of every allocation of n elements of T: the
 // arena's first use, a type not in the cache, a full chunk, a request of
 // zero bytes, a large one, or the budget.
@@ -206,6 +227,10 @@ func allocSlow[T any](a *Arena, n int, fallback bool) (*T, error) {
 	size := unsafe.Sizeof(zero)
 	if size > 0 && uintptr(n) > maxBytes/size {
 		panic(msgTooLarge)
+	}
+	if err := checkSystem(size*uintptr(n), fallback); err != nil {
+		a.failures++
+		return nil, err
 	}
 	s := a.lookup(k)
 	if s == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/arena"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // The exact panic values, part of the API.
@@ -184,6 +185,31 @@ func TestMakeSlice_Panics(t *testing.T) {
 			memtest.CheckPanic(t, c.want, func() { arena.TryMakeSlice[node](a, c.len, c.cap) })
 			memtest.CheckPanic(t, c.want, func() { ty.MakeSlice(c.len, c.cap) })
 		})
+	}
+}
+
+// A slice the system cannot allocate is a memkit panic (MakeSlice) or an
+// error (TryMakeSlice), never the runtime's fatal "out of memory" (issue 13
+// case 6: MakeSlice[byte](a, 0, 1<<46) ended the process).
+func TestMakeSlice_MoreThanTheSystemHas(t *testing.T) {
+	if sysmem.Available(1 << 46) {
+		t.Skip("the system would map 64 TiB here (overcommit_memory=1?)")
+	}
+	a := arena.NewArena()
+	ty := arena.NewTyped[[1024]byte]()
+	const want = "memkit/arena: requested size more than the system can allocate"
+	memtest.CheckPanic(t, want, func() { arena.MakeSlice[byte](a, 0, 1<<46) })
+	memtest.CheckPanic(t, want, func() { ty.MakeSlice(0, 1<<36) })
+	if s, err := arena.TryMakeSlice[byte](a, 0, 1<<46); s != nil || !errors.Is(err, arena.ErrBudget) {
+		t.Fatalf("TryMakeSlice of 64 TiB = %v, %v; want nil, ErrBudget", s, err)
+	}
+	var st memkit.Stats
+	a.ReadStats(&st)
+	if st.Failures != 1 || st.ReservedBytes != 0 {
+		t.Fatalf("stats %v; want one failure, nothing reserved", &st)
+	}
+	if b := arena.MakeSlice[byte](a, 3, 3); len(b) != 3 {
+		t.Fatal("the arena is not usable after the refusal")
 	}
 }
 
@@ -738,4 +764,49 @@ func TestAllocsPerRun(t *testing.T) {
 			t.Errorf("%s: %v allocs per 1000", c.name, n)
 		}
 	}
+}
+
+// Typed.ReadStats only reads: called between allocations, or from another
+// goroutine as memkit.Publish does, it never makes the arena hand an object
+// out twice (issue 13 case 4: it moved the current chunk and back).
+func TestTyped_ReadStatsOnlyReads(t *testing.T) {
+	ty := arena.NewTyped[[4]uint64](arena.WithChunkSize(256))
+	stop, done := make(chan struct{}), make(chan struct{})
+	if !raceEnabled { // a concurrent reader of plain counters is a race by the detector's rules
+		go func() {
+			defer close(done)
+			var s memkit.Stats
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					ty.ReadStats(&s)
+				}
+			}
+		}()
+	} else {
+		close(done)
+	}
+	var s memkit.Stats
+	for cycle := range 200 {
+		seen := map[*[4]uint64]bool{}
+		for i := range 100 {
+			p := ty.New()
+			if seen[p] || *p != [4]uint64{} {
+				close(stop)
+				t.Fatalf("cycle %d: object %d handed out twice or not zeroed", cycle, i)
+			}
+			seen[p] = true
+			p[0] = uint64(i) + 1
+			ty.ReadStats(&s)
+			if s.LiveObjects != uint64(i)+1 || s.InUseBytes != 32*s.LiveObjects {
+				close(stop)
+				t.Fatalf("cycle %d: stats %v after %d objects", cycle, &s, i+1)
+			}
+		}
+		ty.Reset()
+	}
+	close(stop)
+	<-done
 }

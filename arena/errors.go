@@ -12,6 +12,7 @@ const (
 	msgNegative = "memkit/arena: negative length"
 	msgLenCap   = "memkit/arena: length greater than capacity"
 	msgTooLarge = "memkit/arena: requested size too large"
+	msgNoMemory = "memkit/arena: requested size more than the system can allocate"
 	msgFreed    = "memkit/arena: use of freed arena"
 	msgForeign  = "memkit/arena: Put of an arena not from this pool"
 	msgPutTwice = "memkit/arena: Put of an arena already in the pool"

@@ -217,6 +217,10 @@ func (c *tcore) alloc(n int, fallback bool) (unsafe.Pointer, error) {
 		panic(msgTooLarge)
 	}
 	nb := uintptr(n) * size
+	if err := checkSystem(nb, fallback); err != nil {
+		c.failures++
+		return nil, err
+	}
 	if nb == 0 {
 		c.zeroObjs++
 		return unsafe.Pointer(&zeroBase), nil
@@ -337,15 +341,20 @@ func (c *tcore) free() {
 }
 
 // ReadStats overwrites *s with the arena's statistics, with the meanings
-// of [Arena.ReadStats]. It does not allocate.
+// of [Arena.ReadStats]. It does not allocate, and it only reads the arena:
+// it never changes what the arena hands out.
 func (t *Typed[T]) ReadStats(s *stats.Stats) {
 	c := &t.c
 	s.Reset()
 	objs := uint64(c.objects())
 	if c.s.info != nil && c.s.info.size > 0 && !c.freed {
-		c.sync()
-		s.InUseBytes = uint64(c.s.inUse())
-		c.s.base, c.s.off, c.s.lim = nil, 0, 0
+		size := c.s.info.size
+		// What sync would move to the slot, read in place.
+		inUse := c.s.fullUsed
+		if h := c.head(); h.cur != nil && !c.heapCur {
+			inUse += uintptr(h.next) * size
+		}
+		s.InUseBytes = uint64(inUse)
 	}
 	s.InUseBytes += uint64(c.largeBytes)
 	s.ReservedBytes = c.reserved
