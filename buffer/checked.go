@@ -129,7 +129,7 @@ func (p *FixedPool) takeChecked(i int) *Buffer {
 	p.dbgMu.Lock()
 	prev := sl.dbg
 	sl.dbg = b
-	sl.out = 1
+	sl.out = true
 	p.dbgMu.Unlock()
 	mem := p.slotMem(int32(i))
 	if k := checked.FirstNot(mem, checked.PoisonByte); k >= 0 {
@@ -159,7 +159,7 @@ func (p *FixedPool) closeChecked(b *Buffer, op string) error {
 		p.badCloses.Add(1)
 		return ErrClosed
 	}
-	sl.out = 0
+	sl.out = false
 	b.state = stFree
 	grown, owned := b.buf, b.owned
 	b.buf, b.off, b.owned = nil, 0, false

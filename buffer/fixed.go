@@ -104,8 +104,8 @@ const slotGuard = 16
 // bit in its shard's word (a checkout) owns its fields until the Close that
 // sets the bit again.
 type fixedSlot struct {
-	out  uint8   // 1 + the index of the header of the last checkout
-	flip uint8   // the header the next checkout uses
+	flip uint8   // the header the next checkout uses; the other is out
+	out  bool    // checked build: dbg is out
 	dbg  *Buffer // checked build: the header of the last checkout, or nil
 	hdr  [2]Buffer
 }
@@ -114,9 +114,9 @@ type fixedSlot struct {
 // shard's word shows checked out, was checked out.
 func (sl *fixedSlot) isOut(b *Buffer) bool {
 	if checked.Enabled {
-		return sl.out != 0 && sl.dbg == b
+		return sl.out && sl.dbg == b
 	}
-	return sl.out != 0 && &sl.hdr[sl.out-1] == b
+	return &sl.hdr[sl.flip^1] == b
 }
 
 // fixedShard is sixteen slots: a word whose low 16 bits are the slots that
@@ -239,14 +239,12 @@ func (p *FixedPool) take(i int) *Buffer {
 	// into this checkout's buffer (keeping the pointer: no write barrier).
 	prev := &sl.hdr[sl.flip^1]
 	prev.buf, prev.off = prev.buf[:0:0], 0
-	sl.out = sl.flip + 1
 	sl.flip ^= 1
 	// The header's pool, fp and slot never change. Close left off zero and
 	// owned false, but a stale write through the header since may have
 	// grown it into bytepool storage (which the GC takes back): reset
 	// them, or the next Close would give the slot's memory to bytepool.
-	off := i * p.size
-	b.buf, b.off, b.owned = p.mem[off:off:off+p.size], 0, false
+	b.buf, b.off, b.owned = p.mem[i*p.size:i*p.size:(i+1)*p.size], 0, false
 	return b
 }
 
