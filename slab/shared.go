@@ -30,10 +30,11 @@ import (
 // buffer finds its shard in a copy-on-write table of slabs (one atomic load
 // and a binary search over the slabs) and locks that shard. So every
 // method costs what the Arena's does plus one uncontended lock and unlock
-// (two atomic instructions) and, but for Alloc, the table search; an
-// Alloc+DecRef pair takes two locks, which is most of its cost, and about
-// three times a sync.Pool Get+Put (see BenchmarkShared_Floor). None
-// allocates once warm. Chains may link chunks of different shards;
+// (two atomic instructions) and, but for Alloc, the table search, which
+// DecRef skips when the buffer lies in the slab of the last DecRef of the
+// caller's shard. An Alloc+DecRef pair takes two locks, which is most of
+// its cost: about twice a sync.Pool Get+Put, which takes none (see
+// BenchmarkShared_Floor). None allocates once warm. Chains may link chunks of different shards;
 // dropping a chain releases each shard in turn, never holding two locks.
 //
 // [Shared.ReadStats] is exact: it takes each shard's lock in turn.
