@@ -326,6 +326,16 @@ func (a *Arena) reset() {
 	a.objs = 0
 }
 
+// shed gives up every chunk of a, just reset, as Free does, and leaves it
+// empty and usable: for the checked build's Pool, whose put arenas wait
+// out of reuse.
+func (a *Arena) shed() {
+	for _, s := range a.slots {
+		a.freeSlot(s)
+		s.init(s.info, a.cfg.chunk)
+	}
+}
+
 // Free frees every object of the arena and gives its memory up: its chunks
 // go, zeroed, to a recycler shared by all arenas, which other arenas draw
 // from and the GC empties over time. Neither the objects nor the arena may

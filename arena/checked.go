@@ -126,7 +126,6 @@ func (c *core) notePoisoned(s *slot) {
 // writtenAfterFree panics with the report of a write after free found
 // at byte k of the n bytes from p being handed out.
 func writtenAfterFree(p unsafe.Pointer, n, k uintptr) {
-	m := &checked.Misuse{Allocator: "arena", Op: "New", Kind: checked.UseAfterFree, Addr: uintptr(p), Size: int(n)}
 	at := uintptr(p) + k
 	var r *chunkRec
 	chunkRecs.Lock()
@@ -137,48 +136,53 @@ func writtenAfterFree(p unsafe.Pointer, n, k uintptr) {
 		}
 	}
 	chunkRecs.Unlock()
-	m.Detail = fmt.Sprintf("byte %d of the %d bytes handed out was written after its arena freed it", k, n)
+	rec := &checked.Record{Addr: uintptr(p), Size: int(n)}
+	detail := fmt.Sprintf("byte %d of the %d bytes handed out was written after its arena freed it", k, n)
 	if r != nil && r.op != "" {
-		m.Detail = fmt.Sprintf("byte %d of the %d bytes handed out was written after %s freed it", k, n, r.op)
-		m.Alloc = checked.TrimPkg(r.freedAlloc, pkgPath)
-		m.Free = checked.TrimPkg(r.free, pkgPath)
+		detail = fmt.Sprintf("byte %d of the %d bytes handed out was written after %s freed it", k, n, r.op)
+		rec.Alloc, rec.Free = r.freedAlloc, r.free
 	}
-	panic(m)
+	panic(report("New", checked.UseAfterFree, uintptr(p), rec, detail))
 }
 
 // freedMisuse panics with the report of op on an arena that was freed: a
 // second Free is a double free, anything else a use after free.
 func (c *core) freedMisuse(op string, arena unsafe.Pointer) {
-	m := &checked.Misuse{Allocator: "arena", Op: op, Kind: checked.UseAfterFree, Addr: uintptr(arena),
-		Detail: "a call on an arena that was freed"}
+	kind, detail := checked.UseAfterFree, "a call on an arena that was freed"
 	if op == "Free" {
-		m.Kind, m.Detail = checked.DoubleFree, "the arena was freed before"
+		kind, detail = checked.DoubleFree, "the arena was freed before"
 	}
+	var rec *checked.Record
 	if c.dbg != nil {
-		m.Alloc = checked.TrimPkg(c.dbg.created, pkgPath)
-		m.Free = checked.TrimPkg(c.dbg.stack, pkgPath)
+		rec = &checked.Record{Alloc: c.dbg.created, Free: c.dbg.stack}
 	}
-	panic(m)
+	panic(report(op, kind, uintptr(arena), rec, detail))
 }
 
 // pooledMisuse panics with the report of op on an arena given back to its
 // pool by Put: a use after free, with the stacks of the Get and the Put.
 func (p *Pool) pooledMisuse(op string, a *Arena) {
-	m := &checked.Misuse{Allocator: "arena", Op: op, Kind: checked.UseAfterFree, Addr: uintptr(unsafe.Pointer(a)),
-		Detail: "a call on an arena given back to its Pool"}
-	if r := p.trk.Freed(uintptr(unsafe.Pointer(a))); r != nil {
-		m.Alloc = checked.TrimPkg(r.Alloc, pkgPath)
-		m.Free = checked.TrimPkg(r.Free, pkgPath)
-	}
-	panic(m)
+	addr := uintptr(unsafe.Pointer(a))
+	panic(report(op, checked.UseAfterFree, addr, p.trk.Freed(addr), "a call on an arena given back to its Pool"))
 }
 
 // foreignPut panics with the report of a Put to p of a, not from p.
 func (p *Pool) foreignPut(a *Arena) {
-	m := &checked.Misuse{Allocator: "arena", Op: "Put", Kind: checked.ForeignFree, Addr: uintptr(unsafe.Pointer(a)),
-		Detail: "an arena not from this Pool's Get"}
+	var rec *checked.Record
 	if a != nil && a.dbg != nil {
-		m.Alloc = checked.TrimPkg(a.dbg.created, pkgPath)
+		rec = &checked.Record{Alloc: a.dbg.created}
 	}
-	panic(m)
+	panic(report("Put", checked.ForeignFree, uintptr(unsafe.Pointer(a)), rec, "an arena not from this Pool's Get"))
+}
+
+// report is checked.Report for this package, with the stacks of rec (if
+// any) trimmed of this package's frames, so that they start at the user's
+// call.
+func report(op, kind string, addr uintptr, rec *checked.Record, detail string) *checked.Misuse {
+	if rec != nil {
+		r := *rec
+		r.Alloc, r.Free = checked.TrimPkg(r.Alloc, pkgPath), checked.TrimPkg(r.Free, pkgPath)
+		rec = &r
+	}
+	return checked.Report("arena", op, kind, addr, rec, detail)
 }

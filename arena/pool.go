@@ -79,7 +79,12 @@ func (p *Pool) Get() *Arena {
 }
 
 // Put resets a, as [Arena.Reset] does, and makes it available to Get. Its
-// objects and a itself must not be used afterwards. Put panics with
+// objects and a itself must not be used afterwards: Get hands a to its next
+// owner as it is, so a second Put of a after that is not seen by the
+// release build (it resets the next owner's arena); the checked build
+// keeps put arenas out of reuse for the next 4096 Puts and reports a
+// second Put meanwhile as a double free, with the stacks of the Get and of
+// the first Put. Put panics with
 // "memkit/arena: Put of an arena not from this pool" if a did not come
 // from p's Get, with "memkit/arena: Put of an arena already in the pool"
 // if a was put back since it came from Get, and with "memkit/arena: use of
@@ -97,8 +102,9 @@ func (p *Pool) Put(a *Arena) {
 		}
 		panic(msgFreed)
 	}
+	var rec *checked.Record
 	if checked.Enabled {
-		p.trk.Free("Put", uintptr(unsafe.Pointer(a)), 1) // panics for a second Put
+		rec = p.trk.Free("Put", uintptr(unsafe.Pointer(a)), 1) // panics for a second Put
 		a.freeing("Put")
 	}
 	if a.pooled {
@@ -111,6 +117,21 @@ func (p *Pool) Put(a *Arena) {
 		// of an arena in the pool.
 		a.cache = [cacheSize]cacheEntry{}
 	}
+	if checked.Enabled {
+		// Out of reuse for a while, its chunks given up: a second Put
+		// meanwhile is a double free with the stacks of the Get and the
+		// first Put, not a Put of the next owner's arena.
+		a.shed()
+		p.count(a)
+		p.trk.Hold("Put", rec, nil, func() { p.p.Put(a) })
+		return
+	}
+	p.count(a)
+	p.p.Put(a)
+}
+
+// count adds the counters of a, just reset, to the pool's.
+func (p *Pool) count(a *Arena) {
 	st := p.st
 	st.allocs.Add(a.allocs)
 	st.frees.Add(a.frees)
@@ -119,7 +140,6 @@ func (p *Pool) Put(a *Arena) {
 	st.grows.Add(a.grows)
 	st.releases.Add(a.releases)
 	a.allocs, a.frees, a.fallbacks, a.failures, a.grows, a.releases = 0, 0, 0, 0, 0, 0
-	p.p.Put(a)
 }
 
 // ReadStats overwrites *s with the pool's statistics: ReservedBytes is the

@@ -82,7 +82,9 @@ func TestPool_GetPut(t *testing.T) {
 	_ = first
 	var st memkit.Stats
 	p.ReadStats(&st)
-	if st.Allocs != 102 || st.Frees != 102 || st.ReservedBytes == 0 {
+	// The checked build gives a put arena's chunks up while it waits out
+	// of reuse.
+	if st.Allocs != 102 || st.Frees != 102 || (st.ReservedBytes == 0) != checked.Enabled {
 		t.Errorf("pool stats %+v", st)
 	}
 
