@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 
 	"github.com/memkit/memkit/stats"
@@ -113,21 +115,32 @@ func (r Retention) Report(b *testing.B) {
 }
 
 // MeasureRPC runs call b.N times (after 10 warm-up calls) and reports, beside
-// ns/op and allocs/op, the process CPU time per call (cpu-ns/op, where the
-// platform reports it), GC cycles per 10k calls, and the heap in use at the
-// end (heap-B): a pool that keeps larger buffers makes the GC's goal larger,
-// and so has fewer cycles for the same bytes allocated.
+// ns/op, B/op and allocs/op, the process CPU time per call (cpu-ns/op, where
+// the platform reports it), GC cycles per 10k calls, and the live heap the
+// GC marked, averaged over the calls (live-B).
+//
+// Read GCs/10k-RPC beside live-B and B/op: with GOGC=100 a cycle starts once
+// the program has allocated about as many bytes as the last cycle found
+// live, so GC cycles per call are B/op divided by live-B. A pool that keeps
+// larger buffers than it hands out (gRPC's default serves a 64 KiB request
+// from its 1 MiB tier) raises live-B, and so runs fewer cycles for the same
+// bytes allocated: it buys them with memory. [LimitHeap] compares pools at
+// the same memory instead.
 func MeasureRPC(b *testing.B, call func()) {
 	for range 10 {
 		call()
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var liveSum uint64
 	cpu := cpuTime()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		call()
+		metrics.Read(live)
+		liveSum += live[0].Value.Uint64()
 	}
 	b.StopTimer()
 	cpu = cpuTime() - cpu
@@ -136,5 +149,27 @@ func MeasureRPC(b *testing.B, call func()) {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 	b.ReportMetric(float64(after.NumGC-before.NumGC)*10000/float64(b.N), "GCs/10k-RPC")
-	b.ReportMetric(float64(after.HeapInuse), "heap-B")
+	b.ReportMetric(float64(liveSum)/float64(b.N), "live-B")
+}
+
+// LimitHeap makes the GC run on a memory limit instead of GOGC until the end
+// of the test: after two GC cycles (which empty sync.Pools, gRPC's default
+// pool among them), it turns GOGC off and sets the runtime's memory limit to
+// the memory the process then uses plus headroom. Every pool measured after
+// it has the same memory for its buffers and the garbage between cycles, so
+// GC cycles per call compare the pools at equal memory: the one that holds
+// less runs fewer.
+func LimitHeap(tb testing.TB, headroom int64) {
+	tb.Helper()
+	runtime.GC()
+	runtime.GC()
+	used := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(used)
+	limit := int64(used[0].Value.Uint64()-used[1].Value.Uint64()) + headroom
+	gogc := debug.SetGCPercent(-1)
+	old := debug.SetMemoryLimit(limit)
+	tb.Cleanup(func() {
+		debug.SetMemoryLimit(old)
+		debug.SetGCPercent(gogc)
+	})
 }
