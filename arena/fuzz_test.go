@@ -8,7 +8,9 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/arena"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // flat24 is a pointer-free 24-byte type.
@@ -161,7 +163,7 @@ func FuzzArena(f *testing.F) {
 		n := 0
 		for ops.More() && n < 300 {
 			n++
-			switch op := ops.Byte() % 12; op {
+			switch op := ops.Byte() % 13; op {
 			case 0: // New, pointerful
 				addPtrs(unsafe.Slice(arena.New[p16](a), 1))
 			case 1: // New, pointer-free
@@ -289,12 +291,78 @@ func FuzzArena(f *testing.F) {
 				m.verify(t)
 				a.ReadStats(&st)
 				m.checkStats(t, &st, budget)
+			case 12: // a mistake of the misuse table, then every live allocation intact
+				if injectMistake(t, a, ops.Byte()) {
+					m.fails++
+				}
+				m.verify(t)
 			}
 		}
 		m.verify(t)
 		a.ReadStats(&st)
 		m.checkStats(t, &st, budget)
 	})
+}
+
+// injectMistake makes mistake k%8 of the misuse table that must leave a
+// and every other arena as they were: a memkit panic (or report) at the
+// call, or, for TryMakeSlice of more than the system has, ErrBudget
+// (counted in a's Failures: it reports true).
+func injectMistake(t *testing.T, a *arena.Arena, k byte) (failed bool) {
+	t.Helper()
+	switch k % 8 {
+	case 0:
+		memtest.CheckPanic(t, msgNegative, func() { arena.MakeSlice[p16](a, -1, 4) })
+	case 1:
+		memtest.CheckPanic(t, msgLenCap, func() { arena.MakeSlice[byte](a, 9, 8) })
+	case 2: // more than the system has
+		if sysmem.Available(1 << 46) {
+			return false
+		}
+		if k&0x80 == 0 {
+			memtest.CheckPanic(t, msgNoMemory, func() { arena.MakeSlice[byte](a, 0, 1<<46) })
+			return false
+		}
+		if s, err := arena.TryMakeSlice[flat24](a, 1, 1<<42); s != nil || !errors.Is(err, arena.ErrBudget) {
+			t.Fatalf("TryMakeSlice of 96 TiB = %v, %v", s, err)
+		}
+		return true
+	case 3: // a freed arena: used, freed again
+		f := arena.NewArena()
+		arena.New[p16](f)
+		f.Free()
+		wantFreed(t, "New", func() { arena.New[int](f) })
+		wantFreed(t, "Free", f.Free)
+	case 4: // Put of an arena not from the pool
+		wantMisuse(t, msgForeign, "Put", checked.ForeignFree, func() { arena.NewPool().Put(a) })
+	case 5: // second Put of an arena still in the pool
+		p := arena.NewPool()
+		b := p.Get()
+		arena.New[p16](b)
+		p.Put(b)
+		wantMisuse(t, msgPutTwice, "Put", checked.DoubleFree, func() { p.Put(b) })
+	case 6: // second Put after the next Get: only the checked build sees it
+		if checked.Enabled {
+			p := arena.NewPool()
+			b := p.Get()
+			p.Put(b)
+			c := p.Get()
+			w := newWitness(c, uint64(k))
+			wantMisuse(t, "", "Put", checked.DoubleFree, func() { p.Put(b) })
+			if err := w.intact(); err != nil {
+				t.Fatal(err)
+			}
+			p.Put(c)
+		}
+	case 7: // use of an arena after Put: only the checked build sees it
+		if checked.Enabled {
+			p := arena.NewPool()
+			b := p.Get()
+			p.Put(b)
+			wantMisuse(t, "", "New", checked.UseAfterFree, func() { arena.New[p16](b) })
+		}
+	}
+	return false
 }
 
 // FuzzTyped decodes the input into New, TryNew, MakeSlice, Reset and Free
@@ -373,7 +441,26 @@ func FuzzTyped(f *testing.F) {
 				m.verify(t)
 				ty.ReadStats(&st)
 				m.checkStats(t, &st, budget)
-				if ops.Byte()%4 == 0 {
+				if k := ops.Byte(); k%4 == 1 {
+					// A mistake of the misuse table, then every live
+					// object intact.
+					switch k >> 2 % 4 {
+					case 0:
+						memtest.CheckPanic(t, msgNegative, func() { ty.MakeSlice(0, -1) })
+					case 1:
+						memtest.CheckPanic(t, msgLenCap, func() { ty.MakeSlice(5, 4) })
+					case 2:
+						if !sysmem.Available(1 << 46) {
+							memtest.CheckPanic(t, msgNoMemory, func() { ty.MakeSlice(0, 1<<42) })
+						}
+					case 3:
+						f := arena.NewTyped[p16]()
+						f.New()
+						f.Free()
+						wantFreed(t, "Free", f.Free)
+					}
+					m.verify(t)
+				} else if k%4 == 0 {
 					ty.Free()
 					wantFreed(t, "New", func() { ty.New() })
 					ty = arena.NewTyped[p16](opts...)
