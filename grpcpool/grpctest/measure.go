@@ -117,7 +117,10 @@ func (r Retention) Report(b *testing.B) {
 // MeasureRPC runs call b.N times (after 10 warm-up calls) and reports, beside
 // ns/op, B/op and allocs/op, the process CPU time per call (cpu-ns/op, where
 // the platform reports it), GC cycles per 10k calls, and the live heap the
-// GC marked, averaged over the calls (live-B).
+// GC marked, averaged over the calls (live-B). The GC cycles count the part
+// of a cycle the calls allocated at each end (see gcProgress), so that a run
+// of a few hundred large RPCs, a cycle or two, is not rounded to whole
+// cycles by where the last one happened to fall.
 //
 // Read GCs/10k-RPC beside live-B and B/op: with GOGC=100 a cycle starts once
 // the program has allocated about as many bytes as the last cycle found
@@ -131,8 +134,8 @@ func MeasureRPC(b *testing.B, call func()) {
 		call()
 	}
 	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	gc0 := gcProgress(&before, live)
 	var liveSum uint64
 	cpu := cpuTime()
 	b.ReportAllocs()
@@ -144,12 +147,27 @@ func MeasureRPC(b *testing.B, call func()) {
 	}
 	b.StopTimer()
 	cpu = cpuTime() - cpu
-	runtime.ReadMemStats(&after)
+	gc1 := gcProgress(&after, live)
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
-	b.ReportMetric(float64(after.NumGC-before.NumGC)*10000/float64(b.N), "GCs/10k-RPC")
+	b.ReportMetric((gc1-gc0)*10000/float64(b.N), "GCs/10k-RPC")
 	b.ReportMetric(float64(liveSum)/float64(b.N), "live-B")
+}
+
+// gcProgress reads ms and returns the GC cycles completed so far plus the
+// fraction of the next one the heap has grown through: the bytes allocated
+// since the last cycle over those its goal allows (HeapAlloc-live over
+// NextGC-live). live is a one-sample buffer for /gc/heap/live:bytes.
+func gcProgress(ms *runtime.MemStats, live []metrics.Sample) float64 {
+	runtime.ReadMemStats(ms)
+	metrics.Read(live)
+	l := live[0].Value.Uint64()
+	f := 0.0
+	if ms.NextGC > l && ms.HeapAlloc > l {
+		f = min(float64(ms.HeapAlloc-l)/float64(ms.NextGC-l), 1)
+	}
+	return float64(ms.NumGC) + f
 }
 
 // LimitHeap makes the GC run on a memory limit instead of GOGC until the end
