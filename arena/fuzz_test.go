@@ -316,14 +316,14 @@ func injectMistake(t *testing.T, a *arena.Arena, k byte) (failed bool) {
 	case 1:
 		memtest.CheckPanic(t, msgLenCap, func() { arena.MakeSlice[byte](a, 9, 8) })
 	case 2: // more than the system has
-		if sysmem.Available(1 << 46) {
+		if tib64 == 0 || sysmem.Available(uint64(tib64)) {
 			return false
 		}
 		if k&0x80 == 0 {
-			memtest.CheckPanic(t, msgNoMemory, func() { arena.MakeSlice[byte](a, 0, 1<<46) })
+			memtest.CheckPanic(t, msgNoMemory, func() { arena.MakeSlice[byte](a, 0, tib64) })
 			return false
 		}
-		if s, err := arena.TryMakeSlice[flat24](a, 1, 1<<42); s != nil || !errors.Is(err, arena.ErrBudget) {
+		if s, err := arena.TryMakeSlice[flat24](a, 1, tib64>>4); s != nil || !errors.Is(err, arena.ErrBudget) {
 			t.Fatalf("TryMakeSlice of 96 TiB = %v, %v", s, err)
 		}
 		return true
@@ -450,8 +450,8 @@ func FuzzTyped(f *testing.F) {
 					case 1:
 						memtest.CheckPanic(t, msgLenCap, func() { ty.MakeSlice(5, 4) })
 					case 2:
-						if !sysmem.Available(1 << 46) {
-							memtest.CheckPanic(t, msgNoMemory, func() { ty.MakeSlice(0, 1<<42) })
+						if tib64 != 0 && !sysmem.Available(uint64(tib64)) {
+							memtest.CheckPanic(t, msgNoMemory, func() { ty.MakeSlice(0, tib64>>4) })
 						}
 					case 3:
 						f := arena.NewTyped[p16]()

@@ -25,3 +25,8 @@ func wantFreed(t testing.TB, op string, f func()) {
 	}
 	wantMisuse(t, msgFreed, op, kind, f)
 }
+
+// tib64 is 1<<46 (64 TiB) as an int on 64-bit platforms, where a slice
+// that large can be asked for and the system refuses it, and 0 on 32-bit
+// ones, where it cannot be asked for.
+const tib64 = int(uint64(1) << 46 & uint64(^uint(0)>>1))
