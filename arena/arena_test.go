@@ -532,6 +532,14 @@ func TestOptions_Panics(t *testing.T) {
 	memtest.CheckPanic(t, "memkit/arena: chunk size 0 out of range [1, 1GiB]", func() { arena.NewArena(arena.WithChunkSize(0)) })
 	memtest.CheckPanic(t, "memkit/arena: chunk size 1073741825 out of range [1, 1GiB]", func() { arena.NewTyped[int](arena.WithChunkSize(1<<30 + 1)) })
 	memtest.CheckPanic(t, "memkit/arena: budget -1 < 0", func() { arena.NewPool(arena.WithBudget(-1)) })
+	// Issue 13 case 10: a nil Option was a nil dereference, and a threshold
+	// <= 0 silently meant no alert.
+	memtest.CheckPanic(t, "memkit/arena: nil Option", func() { arena.NewArena(nil) })
+	memtest.CheckPanic(t, "memkit/arena: BudgetAlert threshold 0 must be > 0",
+		func() { arena.NewTyped[int](arena.WithBudgetAlert(0, func(int64, bool) {})) })
+	memtest.CheckPanic(t, "memkit/arena: BudgetAlert threshold -5 must be > 0",
+		func() { arena.NewPool(arena.WithBudgetAlert(-5, func(int64, bool) {})) })
+	arena.NewArena(arena.WithBudgetAlert(0, nil)) // no function: no alert
 }
 
 func TestStats(t *testing.T) {

@@ -31,6 +31,9 @@ func defaultConfig() config { return config{chunk: DefaultChunkSize} }
 func buildConfig(opts []Option) config {
 	c := defaultConfig()
 	for _, o := range opts {
+		if o == nil {
+			panic("memkit/arena: nil Option")
+		}
 		o(&c)
 	}
 	return c
@@ -94,13 +97,17 @@ func WithAccount(f func(delta int64) error) Option {
 // path nothing. fn runs on the goroutine whose call crossed the threshold
 // (or, for an arena the GC collects without a Free, on a cleanup
 // goroutine); it must be quick, must be safe for concurrent use for a
-// Pool, and must not call back into the arena. A threshold <= 0 or a nil
-// fn means no alert.
+// Pool, and must not call back into the arena. threshold must be > 0, or
+// the constructor panics; a nil fn means no alert.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 	return func(c *config) {
 		c.alert = nil
-		if threshold > 0 && fn != nil {
-			c.alert = budget.New(0, threshold, fn)
+		if fn == nil {
+			return
 		}
+		if threshold <= 0 {
+			panic("memkit/arena: BudgetAlert threshold " + strconv.FormatInt(threshold, 10) + " must be > 0")
+		}
+		c.alert = budget.New(0, threshold, fn)
 	}
 }
