@@ -160,8 +160,8 @@ func arenaMistakes() []memtest.Mistake {
 		},
 		{
 			Name: "use of an arena after `Put`",
-			Release: "not caught: the objects come from the arena's chunks, apart from its next owner's, " +
-				"and are cleared at the next `Put`",
+			Release: "not caught: the objects come from the arena's chunks, apart from its next owner's " +
+				"unless both allocate at once (a data race), and are cleared at the next `Put`",
 			Checked: "UseAfterFree",
 			Op:      "New", Kind: checked.UseAfterFree,
 			Setup: func(t testing.TB) (func(), func() error) {
