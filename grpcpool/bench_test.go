@@ -49,7 +49,7 @@ func BenchmarkRPC(b *testing.B) {
 // have the same memory: GCs/10k-RPC then counts the cycles the pool's
 // allocations and retention cost, not those a larger retained heap defers.
 // In BenchmarkRPC gRPC's default pool serves each 64 KiB message from its
-// 1 MiB tier, which keeps about 3 MiB more live and so lengthens every GOGC
+// 1 MiB tier, which keeps about 2 MiB more live and so lengthens every GOGC
 // cycle.
 func BenchmarkRPCEqualHeap(b *testing.B) {
 	const size = 64 << 10
