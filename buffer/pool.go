@@ -19,10 +19,12 @@ import (
 // one through the package's [Get]). A Pool must not be copied after first
 // use.
 //
-// [Pool.Get] takes a recycled Buffer header (a sync.Pool round trip) and no
-// storage; the first write takes storage from bytepool (one uncontended
-// compare-and-swap), sized by the pool's default size, and Free returns
-// both. Once warm, none of them allocates. A live Buffer costs its 64-byte
+// [Pool.Get] takes a recycled Buffer header (a sync.Pool Get) and no
+// storage; the first write takes storage from bytepool (a per-P sync.Pool
+// Get of its class, no lock, no atomic), sized by the pool's default size,
+// and Free returns both: two sync.Pool round trips per Buffer, about twice
+// bytebufferpool's one, whose ByteBuffer keeps its storage while idle.
+// Once warm, none of them allocates. A live Buffer costs its 64-byte
 // header and its storage, rounded up to bytepool's class (under 20% more);
 // storage is not zeroed. Everything lives on the Go heap, and idle headers
 // and idle storage go back to the GC within a few GC cycles, so a burst
@@ -148,7 +150,11 @@ func (p *Pool) BytePool() *bytepool.Pool { return p.bp }
 // bytepool.Pool.ReadStats: an allocation is a storage taken (by a first
 // write, a GetSize or a growth), a free one given back, and LiveObjects
 // counts the storages Buffers hold. A Buffer that never wrote holds none.
-// With [WithBytePool], the numbers include the bytepool's other users.
+// The bytepool a Pool makes for itself counts every call exactly
+// (bytepool.WithExactStats); the default Pool's storage comes from
+// bytepool.Default, whose per-call counts are estimated from a sample (see
+// bytepool's "Statistics"). With [WithBytePool], the numbers are that
+// bytepool's, other users included.
 func (p *Pool) ReadStats(s *stats.Stats) { p.bp.ReadStats(s) }
 
 // defaultPool serves the package-level functions; it shares
