@@ -184,6 +184,7 @@ func FuzzAllocator(f *testing.F) {
 					continue
 				}
 				b := freed[int(ops.Byte())%len(freed)]
+				b = b[:len(b):len(b)] // the bytes Free would free, for Overlap
 				if overlapsChunk(a, b) {
 					continue // Borrow's now: a Free of Borrow memory
 				}
@@ -232,8 +233,9 @@ func FuzzAllocator(f *testing.F) {
 					continue
 				}
 				b := freed[int(ops.Byte())%len(freed)]
-				if overlapsHeld(a, m, b) {
-					continue
+				b = b[:len(b):len(b)]
+				if overlapsHeld(a, m, b) || !inBlock(a, b) {
+					continue // someone's memory, or unmapped (a fault)
 				}
 				// The checked build reports it at memkit.Leaks while the
 				// range is in its quarantine. The byte is put back, so
@@ -355,6 +357,17 @@ func forget(t *testing.T, m *memtest.Model, b []byte) {
 			}
 		}
 	}
+}
+
+// inBlock reports whether a block of a still holds b.
+func inBlock(a *extent.Allocator, b []byte) bool {
+	p := addr(b)
+	for _, blk := range a.BlockBounds() {
+		if blk[0] <= p && p+uintptr(len(b)) <= blk[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // drop forgets block i of m without verifying it, as Model.Remove would.
