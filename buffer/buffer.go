@@ -59,6 +59,10 @@ const (
 	stFree
 )
 
+// keepMax is the largest storage an idle Buffer header keeps for its next
+// Get; larger storage goes back to bytepool on Free.
+const keepMax = 64 << 10
+
 // minRead is how much room ReadFrom makes before each Read, as bytes.Buffer.
 const minRead = 512
 
@@ -507,8 +511,9 @@ func (b *Buffer) grow(n int) bool {
 }
 
 // Free returns the buffer's storage to bytepool and, for a Buffer from
-// [Pool.Get], the Buffer itself to its Pool; for a [FixedPool] checkout, it
-// is [Buffer.Close]. b must not be used afterwards, except for the zero
+// [Pool.Get], the Buffer itself to its Pool, which may keep the storage
+// with the idle header for its next Get (see [Pool]); for a [FixedPool]
+// checkout, it is [Buffer.Close]. b must not be used afterwards, except for the zero
 // value (a Buffer not from Get or Checkout), which is left empty and usable.
 //
 // Freeing a Buffer from Get or Checkout twice panics with
@@ -573,6 +578,15 @@ func (b *Buffer) release() {
 			p.cal.record(len(b.buf))
 		}
 		b.uses++
+		if b.hdr && !checked.Enabled && cap(b.buf) <= keepMax && p.bp.Keep(b.buf) {
+			// The header keeps its storage while idle, as bytebufferpool's
+			// ByteBuffer does: the next Get's first write needs no second
+			// pool round trip. bytepool counts it as put back.
+			b.buf, b.off = b.buf[:0], 0
+			b.state = stFree
+			p.hdrs.Put(b)
+			return
+		}
 		p.bp.Put(b.buf)
 	}
 	b.buf, b.off, b.owned = nil, 0, false

@@ -19,12 +19,15 @@ import (
 // one through the package's [Get]). A Pool must not be copied after first
 // use.
 //
-// [Pool.Get] takes a recycled Buffer header (a sync.Pool Get) and no
-// storage; the first write takes storage from bytepool (a per-P sync.Pool
-// Get of its class, no lock, no atomic), sized by the pool's default size,
-// and Free returns both: two sync.Pool round trips per Buffer, about twice
-// bytebufferpool's one, whose ByteBuffer keeps its storage while idle.
-// Once warm, none of them allocates. A live Buffer costs its 64-byte
+// [Pool.Get] takes a recycled Buffer header (a sync.Pool Get, per P, no
+// lock, no atomic). An idle header keeps the storage of its last use (up
+// to 64 KiB, and only from an Elastic bytepool, which counts it as given
+// back: bytepool.Pool.Keep), so a Get+write+Free cycle costs one sync.Pool
+// round trip, as bytebufferpool's does, without its shared counter. A
+// header without storage, or whose storage is below the pool's default
+// size, takes storage from bytepool on its first write, sized by the
+// default size; Free returns larger storage to bytepool at once. Once warm,
+// none of them allocates. A live Buffer costs its 64-byte
 // header and its storage, rounded up to bytepool's class (under 20% more);
 // storage is not zeroed. Everything lives on the Go heap, and idle headers
 // and idle storage go back to the GC within a few GC cycles, so a burst
@@ -102,6 +105,16 @@ func (p *Pool) Get() *Buffer {
 	b, _ := p.hdrs.Get().(*Buffer)
 	if b == nil {
 		b = &Buffer{pool: p, hdr: true}
+	} else if b.owned {
+		var ok bool
+		b.buf, ok = p.bp.Reuse(b.buf) // the storage it kept
+		b.owned = ok                  // else written after Free: dropped
+		if ok && cap(b.buf) < p.defaultSize() {
+			// Smaller than the pool now calibrates to: let the first write
+			// take the default size, as documented.
+			p.bp.Put(b.buf)
+			b.buf, b.owned = nil, false
+		}
 	}
 	b.state = stLive
 	if checked.Enabled {
@@ -118,9 +131,12 @@ func (p *Pool) GetSize(n int) *Buffer {
 		panic(msgNegative)
 	}
 	b := p.Get()
-	if n > 0 {
+	if n > 0 && cap(b.buf) < n {
 		if checked.Enabled {
 			n = p.bp.ClassSize(n) // see Buffer.grow
+		}
+		if b.owned {
+			p.bp.Put(b.buf) // the storage the header kept is too small
 		}
 		b.buf = p.bp.Get(n)[:0]
 		b.owned = true

@@ -1,9 +1,11 @@
 package buffer_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
+	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
 )
@@ -27,4 +29,35 @@ func checkPutAgainPanics(t *testing.T, b []byte) {
 		}
 	}()
 	bytepool.Put(b)
+}
+
+func TestPool_IdleHeaderKeepsItsStorage(t *testing.T) {
+	if checked.Enabled {
+		t.Skip("the checked build never reuses a header")
+	}
+	p := mustPool(t, buffer.WithDefaultSize(1000))
+	data := make([]byte, 1000)
+	for range 100 {
+		b := p.Get()
+		b.Write(data)
+		b.Free()
+	}
+	// Storage kept by idle headers counts as given back.
+	st := readStats(p)
+	if st.LiveObjects != 0 || st.Allocs != st.Frees || st.Allocs < 100 {
+		t.Fatalf("after 100 Get+Write+Free: %+v", st)
+	}
+	// A write into a freed Buffer (a mistake) lands in the storage its
+	// header kept; the next Get drops that storage instead of handing it
+	// out, and does not panic.
+	b := p.Get()
+	b.Write(data)
+	b.Free()
+	b.Write([]byte("late")) // after Free
+	c := p.Get()
+	c.Write(data)
+	if !bytes.Equal(c.Bytes(), data) {
+		t.Fatal("a Buffer got after a write into a freed one lost its bytes")
+	}
+	c.Free()
 }
