@@ -27,7 +27,19 @@ func BenchmarkAllocator_MallocFree(b *testing.B) {
 				a.Free(p)
 			}
 		})
-		b.Run(name+"/impl=memkit-shared", func(b *testing.B) {
+		b.Run(name+"/impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
+	}
+}
+
+// BenchmarkShared_MallocFree is one Malloc and one Free per op on a Shared,
+// serial and under RunParallel, against sync.Pool's Get+Put of a *[]byte in
+// the same run:
+//
+//	go test -run '^$' -bench Shared -count 6 ./extent | benchstat -col /impl -
+func BenchmarkShared_MallocFree(b *testing.B) {
+	for _, n := range benchSizes {
+		name := "size=" + memkit.FormatBytes(uint64(n))
+		b.Run(name+"/mode=serial/impl=memkit", func(b *testing.B) {
 			s, _ := extent.NewShared()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -36,7 +48,19 @@ func BenchmarkAllocator_MallocFree(b *testing.B) {
 				s.Free(p)
 			}
 		})
-		b.Run(name+"/impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
+		b.Run(name+"/mode=serial/impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
+		b.Run(name+"/mode=parallel/impl=memkit", func(b *testing.B) {
+			s, _ := extent.NewShared()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					p := s.Malloc(n)
+					p[0] = 1
+					s.Free(p)
+				}
+			})
+		})
+		b.Run(name+"/mode=parallel/impl=syncpool", func(b *testing.B) { memtest.BenchSyncPoolParallel(b, n) })
 	}
 }
 

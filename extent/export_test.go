@@ -113,3 +113,6 @@ func (a *Allocator) BlockBounds() [][2]uintptr {
 
 // RecentLen reports the number of ranges in the front cache.
 func (a *Allocator) RecentLen() int { return a.nRecent }
+
+// Shards reports the number of shards of a Shared.
+func (s *Shared) Shards() int { return len(s.shards) }

@@ -449,6 +449,9 @@ func (a *Allocator) dropBlock(id, x int32) {
 	}
 }
 
+// owns reports whether one block of the allocator holds [p, e).
+func (a *Allocator) owns(p, e uintptr) bool { return e >= p && a.blockOf(p, e) >= 0 }
+
 // blockOf returns the ID of the block holding [p, e), or -1.
 func (a *Allocator) blockOf(p, e uintptr) int32 {
 	if p >= a.hintLo && e <= a.hintHi {

@@ -1,28 +1,50 @@
 package extent
 
 import (
-	"sync"
+	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/stats"
 )
 
-// Shared is an [Allocator] behind a mutex, for programs that allocate on
-// one goroutine and free on another (Monibuca frees frames on other
-// goroutines than the ones that allocate them).
+// Shared is a goroutine-safe allocator for programs that allocate on one
+// goroutine and free on another (Monibuca frees frames on other goroutines
+// than the ones that allocate them): [Allocator]s in shards, each behind a
+// one-word spinlock.
 //
 // A Shared is safe for concurrent use by multiple goroutines. The zero value
 // is not usable: a Shared must be created with [NewShared]. It must not be
-// copied. Each call costs the Allocator's plus one uncontended lock and
-// unlock (about 10-20 ns); under contention goroutines wait for each other,
-// so a goroutine with a hot loop is better served by an Allocator of its own.
+// copied.
+//
+// A call locks the shard its goroutine's stack address picks (another free
+// one if that is busy; see internal/shard), so goroutines running at once
+// mostly work on different shards and one goroutine keeps to one, cache-warm
+// shard: a Malloc and Free cost the Allocator's plus one compare-and-swap
+// and one store each. A Free (or FreeRest) finds the shard that owns the
+// memory: its own shard's block bounds first, a bounds check; memory of
+// another shard (a free from another goroutine) costs a lock and a block
+// search per shard tried. There are shard.PerP(2, 2) shards, each reserving
+// its own blocks, so a Shared may hold up to that many partly used blocks
+// more than one Allocator would. With [WithMaxTotal] or [WithBudgetAlert],
+// and in the checked build, a Shared keeps one shard, so that the budget,
+// the alert and the tracker see every block.
+//
 // [Shared.Borrow] memory is shared by every goroutine until the next
 // [Shared.Recycle], whichever goroutine calls it: the goroutines must agree
 // on when that is (a [Recyclable] per batch frees a batch without such an
 // agreement). Memory, overhead and zeroing are the Allocator's.
 type Shared struct {
-	mu sync.Mutex
-	a  *Allocator
+	shards []sharedShard
+	mask   uintptr
+}
+
+// sharedShard is one shard: an Allocator and its lock, padded so that
+// neighbouring shards do not share a cache line.
+type sharedShard struct {
+	shard.Lock
+	a *Allocator
+	_ shard.Pad
 }
 
 // NewShared returns a goroutine-safe allocator configured by opts, or an
@@ -32,83 +54,148 @@ func NewShared(opts ...Option) (*Shared, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Shared{a: a}
+	n := shard.PerP(2, 2)
+	if checked.Enabled || a.cfg.maxTotal != 0 || a.alert != nil {
+		n = 1
+	}
+	s := &Shared{shards: make([]sharedShard, n), mask: uintptr(n - 1)}
+	s.shards[0].a = a
+	for i := 1; i < n; i++ {
+		s.shards[i].a, _ = New(opts...)
+	}
 	if checked.Enabled {
 		checked.Register(s, a.dbg.tr)
 	}
 	return s, nil
 }
 
-// Malloc is [Allocator.Malloc] under the lock.
+// lock locks and returns the calling goroutine's shard, or the next free
+// one.
+func (s *Shared) lock() *sharedShard {
+	h := shard.Hint()
+	if sh := &s.shards[h&s.mask]; sh.TryLock() {
+		return sh
+	}
+	sh, _ := shard.LockAny(s.shards, h)
+	return sh
+}
+
+// Malloc is [Allocator.Malloc] on the calling goroutine's shard.
 func (s *Shared) Malloc(n int) []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.a.Malloc(n)
+	sh := s.lock()
+	defer sh.Unlock()
+	return sh.a.Malloc(n)
 }
 
-// TryMalloc is [Allocator.TryMalloc] under the lock.
+// TryMalloc is [Allocator.TryMalloc] on the calling goroutine's shard.
 func (s *Shared) TryMalloc(n int) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.a.TryMalloc(n)
+	sh := s.lock()
+	defer sh.Unlock()
+	return sh.a.TryMalloc(n)
 }
 
-// Free is [Allocator.Free] under the lock; any goroutine may free memory
-// any other allocated.
+// Free is [Allocator.Free] on the shard that owns b; any goroutine may free
+// memory any other allocated. It panics as Allocator.Free does, with
+// "memkit/extent: foreign memory" when no shard owns b.
 func (s *Shared) Free(b []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.a.Free(b)
+	if len(b) == 0 {
+		return
+	}
+	sh := s.owner(b)
+	defer sh.Unlock()
+	sh.a.Free(b)
 }
 
-// FreeRest is [Allocator.FreeRest] under the lock.
+// owner locks and returns the shard whose blocks hold b: the calling
+// goroutine's shard when it does (the common case: memory freed where it
+// was allocated), else each other shard in turn. When none does, it
+// returns the caller's shard, whose Free then reports foreign memory.
+func (s *Shared) owner(b []byte) *sharedShard {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	e := p + uintptr(len(b))
+	home := s.lock()
+	if home.a.owns(p, e) || len(s.shards) == 1 {
+		return home
+	}
+	home.Unlock()
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.Lock.Lock()
+		if sh.a.owns(p, e) {
+			return sh
+		}
+		sh.Unlock()
+	}
+	return s.lock()
+}
+
+// FreeRest is [Allocator.FreeRest] on the shard that owns b.
 func (s *Shared) FreeRest(b []byte, keep int) []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.a.FreeRest(b, keep)
+	if keep < 0 || keep > len(b) {
+		panic(errKeep)
+	}
+	s.Free(b[keep:])
+	return b[:keep:keep]
 }
 
-// Borrow is [Allocator.Borrow] under the lock: n bytes of scratch memory,
-// valid until the next [Shared.Recycle] by any goroutine. Borrowed memory
-// must not be freed. It costs the bump of Allocator.Borrow plus the lock.
+// Borrow is [Allocator.Borrow] on the calling goroutine's shard: n bytes of
+// scratch memory, valid until the next [Shared.Recycle] by any goroutine.
+// Borrowed memory must not be freed. It costs the bump of Allocator.Borrow
+// plus the lock.
 func (s *Shared) Borrow(n int) []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.a.Borrow(n)
+	sh := s.lock()
+	defer sh.Unlock()
+	return sh.a.Borrow(n)
 }
 
-// Recycle is [Allocator.Recycle] under the lock: it ends every Borrow
-// since the previous Recycle, made on any goroutine. No goroutine may use
-// memory it borrowed before the Recycle once Recycle has started, so call
-// it when every borrower is done (at the end of a frame, after a
-// sync.WaitGroup's Wait). Allocations from Malloc are not affected.
-func (s *Shared) Recycle() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.a.Recycle()
-}
+// Recycle is [Allocator.Recycle] on every shard: it ends every Borrow since
+// the previous Recycle, made on any goroutine. No goroutine may use memory
+// it borrowed before the Recycle once Recycle has started, so call it when
+// every borrower is done (at the end of a frame, after a sync.WaitGroup's
+// Wait). Allocations from Malloc are not affected.
+func (s *Shared) Recycle() { s.each(func(a *Allocator) { a.Recycle() }) }
 
-// Trim is [Allocator.Trim] under the lock.
+// Trim is [Allocator.Trim] on every shard, and returns the bytes released.
 func (s *Shared) Trim() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.a.Trim()
+	n := 0
+	s.each(func(a *Allocator) { n += a.Trim() })
+	return n
 }
 
-// Close is [Allocator.Close] under the lock.
-func (s *Shared) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.a.Close()
+// Close is [Allocator.Close] on every shard.
+func (s *Shared) Close() { s.each(func(a *Allocator) { a.Close() }) }
+
+// each calls f with each shard's Allocator, under the shard's lock.
+func (s *Shared) each(f func(a *Allocator)) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.Lock.Lock()
+		func() {
+			defer sh.Unlock()
+			f(sh.a)
+		}()
+	}
 }
 
-// ReadStats fills *st with a snapshot of exact figures: it publishes them
-// under the lock, as [Allocator.PublishStats] does, and reads them.
+// ReadStats fills *st with the exact figures of every shard added up: it
+// publishes each shard's under its lock, as [Allocator.PublishStats] does,
+// and reads them. It costs a lock per shard and does not allocate.
 func (s *Shared) ReadStats(st *stats.Stats) {
-	s.mu.Lock()
-	s.a.PublishStats()
-	s.mu.Unlock()
-	var v [nPub]uint64
-	s.a.pub.load(&v)
-	fill(st, &v)
+	var sum [nPub]uint64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.Lock.Lock()
+		sh.a.PublishStats()
+		sh.Unlock()
+		var v [nPub]uint64
+		sh.a.pub.load(&v)
+		for k := range sum {
+			if k == pubLargest {
+				sum[k] = max(sum[k], v[k])
+			} else {
+				sum[k] += v[k]
+			}
+		}
+	}
+	fill(st, &sum)
 }
