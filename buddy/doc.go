@@ -46,6 +46,30 @@
 // Both checks cost one load of the state byte; the panic counts the free in
 // Stats.BadFrees first.
 //
+// What the release build cannot see: a block carries no generation, so a
+// second Free through a stale slice after the block went to a new owner
+// frees the new owner's block under it (the state byte says "allocated"),
+// and writes after free or into the slack land unnoticed. The checked
+// build catches all three (below).
+//
+// # Statistics
+//
+// [Allocator.ReadStats] may be called from any goroutine while the owner
+// uses the allocator (as [github.com/memkit/memkit.Publish] and the
+// Prometheus collector do): it reads only figures the owner publishes into
+// atomics, never the owner's own state. Every count is exact as of its
+// publication: Failures, BadFrees and Releases are published at once (slow
+// paths); an order's Allocs, Frees and IdleObjects at every 64th Alloc and
+// Free of the order, at the next 16th after a reader asked, and at every
+// failed Alloc, Close and [Allocator.PublishStats]. So the per-order counts
+// a scraper sees lag the owner by at most 63 calls per order, and nothing
+// is estimated; an owner that wants current figures calls PublishStats
+// first (a few atomic stores per order). Alloc and Free pay a mask test
+// for this, and one out-of-line call every 16 calls per order.
+// InUseBytes counts blocks at their rounded size; LargestFree is the
+// largest order with a free block, which lazy merging may understate until
+// an Alloc needs the pair merged.
+//
 // # Budget
 //
 // The region's size is the allocator's budget, fixed at [New]: an Alloc
@@ -66,13 +90,18 @@
 // before, the stack that freed it):
 //
 //   - a double free, naming the first free, even after the block merged
-//     into a larger free one;
+//     into a larger free one, and a second free after the memory went to a
+//     new owner: a freed block waits in a quarantine (checked.QuarantineBytes,
+//     4 MiB, or 4096 blocks, and until an Alloc finds no block without it)
+//     before it is reused, so the second Free is reported at that call;
 //   - a Free of memory outside the region: a foreign free;
 //   - a Free of a slice whose start moved into its block (b[1:], b[64:]) or
 //     whose capacity grew past it: a moved start, naming the block;
 //   - a write after free: freed blocks are filled with a poison pattern,
-//     checked when the memory is handed out again, and reported with the
-//     stacks of the block that held the byte written;
+//     checked when a block leaves the quarantine, when the memory is handed
+//     out again and at [github.com/memkit/memkit.Leaks], whichever comes
+//     first, and reported with the stacks of the block that held the byte
+//     written;
 //   - a write past the length: the slack from the length Alloc gave to the
 //     end of the block is filled with guard bytes, checked on Free. The
 //     check starts at the larger of that length and len(b) of the slice

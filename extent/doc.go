@@ -121,6 +121,36 @@
 // free above). Nor is a Free spanning several adjacent allocations of one
 // block, which frees them all.
 //
+// What the release build cannot see, having no per-allocation state: a
+// second Free after the range went to a new owner (it frees the new
+// owner's bytes under it), a Free running from one allocation into the next
+// (it frees both), a Free of Borrow memory, and writes after free or past
+// the end. The checked build catches each of them (below).
+//
+// Sizes the system cannot provide (more than the Go runtime serves, or
+// more than the kernel would map now; see internal/sysmem) panic in Malloc
+// and Borrow with "memkit/extent: Malloc of n bytes: more than the system
+// can provide" and make TryMalloc return an error wrapping [ErrNoSpace],
+// rather than let make end the process.
+//
+// # Statistics
+//
+// [Allocator.ReadStats] may be called from any goroutine while the owner
+// uses the allocator (as [github.com/memkit/memkit.Publish] and the
+// Prometheus collector do): it reads only a snapshot the owner publishes
+// under a sequence lock, all its fields of one moment, and never touches
+// the free-range index. Every figure is exact as of its publication:
+// grows, releases, fallbacks, failures, bad frees and the reserved bytes
+// are published at once (slow paths); Allocs, Frees and the byte gauges at
+// every 64th Malloc and 64th Free, at the next 16th after a reader asked,
+// and at Trim, Close and [Allocator.PublishStats]. So a scraper sees them at
+// most 63 calls behind, and nothing is estimated; an owner that wants
+// current figures calls PublishStats first (it merges the front cache, so
+// LargestFree sees merged ranges; otherwise the front cache's ranges count
+// unmerged). Malloc and Free pay a mask test for this, and one out-of-line
+// call every 16 calls. [Shared.ReadStats] publishes every shard under its
+// lock and adds them up: exact.
+//
 // # Checked build
 //
 // Built with -tags memkitdebug, the allocator also records every
@@ -130,14 +160,20 @@
 // before, the stack that freed it):
 //
 //   - a Free of a range with a byte that is free already: a double free,
-//     naming the first free;
+//     naming the first free, and a second Free after the memory went to a
+//     new owner: a freed range waits in a quarantine (checked.QuarantineBytes,
+//     4 MiB, or 4096 ranges, and until a Malloc finds no other fit, Trim or
+//     Close) before it is reused, so the second Free is reported at that
+//     call;
 //   - a Free of memory outside the allocator, of Borrow memory, or that
 //     reaches from an allocation into the guard bytes after it without
 //     freeing the allocation's last byte: a foreign free;
 //   - a write after free: freed ranges are filled with a poison pattern,
-//     checked when Malloc, TryMalloc or Borrow hands the memory out again
-//     (Borrow memory is poisoned by Recycle), and reported with the stacks
-//     of the allocation and the free of the bytes written;
+//     checked when a range leaves the quarantine, when Malloc, TryMalloc or
+//     Borrow hands the memory out again (Borrow memory is poisoned by
+//     Recycle) and at [github.com/memkit/memkit.Leaks], whichever comes
+//     first, and reported with the stacks of the allocation and the free
+//     of the bytes written;
 //   - a write past the end: each allocation is followed by 16 guard bytes,
 //     checked by every Free of any part of it;
 //   - leaks: [github.com/memkit/memkit.Leaks] lists the bytes still
@@ -156,6 +192,11 @@
 //
 // An [Allocator] is for one goroutine at a time, as gomem's is, with no
 // locking on its paths. [NewShared] returns a [Shared] allocator that is
-// safe for concurrent use and frees from any goroutine. [Recyclable]
+// safe for concurrent use and frees from any goroutine: Allocators in
+// shards (two per P), each behind a one-word spinlock, the home shard
+// picked from the goroutine's stack address, so a Malloc and Free cost an
+// Allocator's plus a compare-and-swap and a store each; a Free of another
+// shard's memory searches the shards. With a budget, an alert or the
+// checked build it keeps one shard. [Recyclable]
 // (gomem's RecyclableMemory) frees a batch of allocations at once.
 package extent
