@@ -480,13 +480,12 @@ func (p *Pool) Reuse(b []byte) ([]byte, bool) {
 	if uint(size) >= p.tabEnd || !p.plain {
 		return nil, false
 	}
-	e := p.elasticOf(p.lookup(size))
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	if binary.NativeEndian.Uint64((*[8]byte)(ptr)[:]) != uint64(uintptr(ptr))^p.secret {
 		return nil, false
 	}
 	if p.sampled(ptr) {
-		e.gets.Add(1)
+		p.elasticOf(p.lookup(size)).gets.Add(1)
 	}
 	clearIdle(ptr)
 	return b[:0], true
