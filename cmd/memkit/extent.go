@@ -67,7 +67,8 @@ type extentAlloc struct{ *extent.Allocator }
 func (a extentAlloc) get(n int) ([]byte, any) { return a.Malloc(n), nil }
 func (a extentAlloc) put(b []byte, _ any)     { a.Free(b) }
 
-// extentShared is an extent.Shared: Malloc and Free under its mutex.
+// extentShared is an extent.Shared: Malloc and Free on its sharded
+// Allocators.
 type extentShared struct{ *extent.Shared }
 
 func (a extentShared) get(n int) ([]byte, any) { return a.Malloc(n), nil }
