@@ -52,7 +52,7 @@ func panicWithLeaksError(src memkit.StatsSource) {
 var mistakes = []memtest.Mistake{
 	{
 		Name:    "double Put",
-		Release: "panic `" + panicDoubleFree + "` while the buffer is idle (Elastic: a mark in its first 8 bytes; Bounded: one bit per buffer)",
+		Release: "panic `" + panicDoubleFree + "` while the buffer is idle (a mark in its first 8 bytes, O(1))",
 		Checked: "DoubleFree", Panic: panicDoubleFree, Op: "Put", Kind: checked.DoubleFree,
 		Setup: func(t testing.TB) (func(), func() error) {
 			p := mustNew(t)
