@@ -71,16 +71,8 @@ var noCopyDoc = regexp.MustCompile(`(?:must|may) not be copied|may be copied onl
 var awaitingNoCopy = []string{
 	"arena.Arena",
 	"arena.Typed",
-	"buffer.Buffer",
-	"bytepool.Cache",
-	"compat/gomem.ScalableMemoryAllocator",
-	"compat/goslab.Arena",
-	"compat/vikibytepool.Pool",
 	"extent.Recyclable",
-	"offheap.Allocator",
 	"ringbuf.Typed",
-	"slab.ChainReader",
-	"slab.ChainWriter",
 }
 
 // TestNoCopyTypesAreVetChecked type-checks every package of the core module

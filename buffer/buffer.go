@@ -3,6 +3,7 @@ package buffer
 import (
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/memkit/memkit/internal/checked"
@@ -41,6 +42,8 @@ import (
 // and the stacks of the Buffer's Get and Free, and headers are never
 // reused (see the package's "Checked build").
 type Buffer struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	buf  []byte // contents: buf[off:]; start and cap are the storage's own
 	off  int
 	pool *Pool      // where storage comes from; nil: the default Pool

@@ -705,8 +705,7 @@ func FuzzFixedPool(f *testing.F) {
 					if !checked.Enabled || len(lives) == 0 {
 						continue
 					}
-					cp := new(buffer.Buffer)
-					*cp = *lives[int(ops.Byte())%len(lives)].b
+					cp := copyOf(lives[int(ops.Byte())%len(lives)].b)
 					mistake(t, step, m, func() { cp.Free() })
 				case 3: // Truncate past the length of a live checkout
 					if len(lives) == 0 {

@@ -109,8 +109,7 @@ func TestMisuse_ForeignFree(t *testing.T) {
 		t.Run("from="+name, func(t *testing.T) {
 			b := get()
 			b.WriteString("x")
-			cp := new(buffer.Buffer)
-			*cp = *b // a copy shares, and would return, b's storage
+			cp := copyOf(b) // a copy shares, and would return, b's storage
 			for _, op := range []string{"Free", "Close"} {
 				m := misuseOf(func() {
 					if op == "Free" {

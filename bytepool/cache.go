@@ -1,6 +1,7 @@
 package bytepool
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
@@ -28,6 +29,8 @@ import (
 // the pool's stats may lag a busy Cache by up to a batch per class. (An
 // Elastic pool's in-use estimate counts a Cache's sampled buffers at once.)
 type Cache struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	// The pool's lookup table and limits, copied so that the hot path
 	// reads only the Cache.
 	tab       []uint8

@@ -3,6 +3,7 @@ package offheap
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/budget"
@@ -29,6 +30,8 @@ import (
 // another one, or through the package-level [Free] when it came from an
 // Allocator of [New], panics as foreign memory. [Release] works on any.
 type Allocator struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	guard      bool  // guard pages, where the platform has them
 	quarantine int64 // bytes of freed guarded mappings kept protected
 	budget     *budget.Budget

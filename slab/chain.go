@@ -3,6 +3,7 @@ package slab
 import (
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Chainer is what [ChainWriter] and [ChainReader] need of an arena. Both
@@ -34,6 +35,8 @@ var (
 // filled, and never allocates on the Go heap; the chunks' memory is the
 // arena's.
 type ChainWriter struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	a         Chainer
 	chunkSize int
 	head      []byte // first chunk, full length; the writer's own reference
@@ -145,6 +148,8 @@ func (w *ChainWriter) Finish() []byte {
 // stale handle" instead of reading reused memory. Read and WriteTo never
 // allocate.
 type ChainReader struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	a   Chainer
 	cur Loc
 	off int

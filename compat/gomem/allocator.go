@@ -2,6 +2,7 @@ package gomem
 
 import (
 	"io"
+	"sync"
 
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/checked"
@@ -22,6 +23,8 @@ const MaxBlockSize = 1 << 22
 // not zeroed and lives on the Go heap in pointer-free blocks the GC does not
 // scan.
 type ScalableMemoryAllocator struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	a                      *extent.Allocator
 	totalMalloc, totalFree int64
 }

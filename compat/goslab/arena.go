@@ -2,6 +2,7 @@ package slab
 
 import (
 	"strconv"
+	"sync"
 
 	mslab "github.com/memkit/memkit/slab"
 	"github.com/memkit/memkit/stats"
@@ -30,6 +31,8 @@ func NilLoc() Loc { return mslab.NilLoc() }
 // arena holds a slab of the class. Memory comes in slabs of slabSize bytes
 // from malloc (the Go heap when malloc is nil) and is not zeroed.
 type Arena struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	a        *mslab.Arena
 	slabSize int
 

@@ -2,6 +2,7 @@ package bytepool
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/memkit/memkit/buffer"
 )
@@ -34,6 +35,8 @@ func WithOverflow(o Overflow) Option { return buffer.WithOverflow(o) }
 // pool does not keep, and counts a miss, as Viki's did. The count×capacity
 // bytes are one Go-heap allocation the GC does not scan; items are not zeroed.
 type Pool struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	fp *buffer.FixedPool
 }
 
