@@ -44,19 +44,19 @@ func TestBudget_InvalidOptionsNameTheOption(t *testing.T) {
 		want  string
 	}
 	cases := []invalid{
-		{true, []buffer.Option{buffer.WithBudget(0)}, "buffer: Budget 0 must be positive"},
-		{true, []buffer.Option{buffer.WithBudgetAlert(-1, fn)}, "buffer: BudgetAlert threshold -1 must be positive"},
-		{false, []buffer.Option{buffer.WithBudget(-5)}, "buffer: Budget -5 must be positive"},
-		{false, []buffer.Option{buffer.WithBytePool(bp), buffer.WithBudget(1 << 20)}, "buffer: Budget and BudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New"},
+		{true, []buffer.Option{buffer.WithBudget(0)}, "memkit/buffer: Budget 0 must be positive"},
+		{true, []buffer.Option{buffer.WithBudgetAlert(-1, fn)}, "memkit/buffer: BudgetAlert threshold -1 must be positive"},
+		{false, []buffer.Option{buffer.WithBudget(-5)}, "memkit/buffer: Budget -5 must be positive"},
+		{false, []buffer.Option{buffer.WithBytePool(bp), buffer.WithBudget(1 << 20)}, "memkit/buffer: Budget and BudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New"},
 	}
 	// Issue 13, case 10: a nil option, and an alert threshold <= 0 or a
 	// nil alert function, are errors for both constructors.
 	for _, fixed := range []bool{true, false} {
 		cases = append(cases,
-			invalid{fixed, []buffer.Option{buffer.WithBudget(1 << 20), nil}, "buffer: option 1 is nil"},
-			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(0, fn)}, "buffer: BudgetAlert threshold 0 must be positive"},
-			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(-1, nil)}, "buffer: BudgetAlert threshold -1 must be positive"},
-			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(64, nil)}, "buffer: BudgetAlert function is nil"},
+			invalid{fixed, []buffer.Option{buffer.WithBudget(1 << 20), nil}, "memkit/buffer: option 1 is nil"},
+			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(0, fn)}, "memkit/buffer: BudgetAlert threshold 0 must be positive"},
+			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(-1, nil)}, "memkit/buffer: BudgetAlert threshold -1 must be positive"},
+			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(64, nil)}, "memkit/buffer: BudgetAlert function is nil"},
 		)
 	}
 	for _, tc := range cases {

@@ -70,9 +70,9 @@ func TestNewPool_InvalidOptionsNameTheOption(t *testing.T) {
 		opts []buffer.Option
 		want string
 	}{
-		{[]buffer.Option{buffer.WithDefaultSize(0)}, "buffer: DefaultSize 0 must be between 1 and 1048576"},
-		{[]buffer.Option{buffer.WithDefaultSize(2 << 20)}, "buffer: DefaultSize 2097152 must be between 1 and 1048576"},
-		{[]buffer.Option{buffer.WithOverflow(buffer.Strict)}, "buffer: Overflow applies to a FixedPool only"},
+		{[]buffer.Option{buffer.WithDefaultSize(0)}, "memkit/buffer: DefaultSize 0 must be between 1 and 1048576"},
+		{[]buffer.Option{buffer.WithDefaultSize(2 << 20)}, "memkit/buffer: DefaultSize 2097152 must be between 1 and 1048576"},
+		{[]buffer.Option{buffer.WithOverflow(buffer.Strict)}, "memkit/buffer: Overflow applies to a FixedPool only"},
 	} {
 		p, err := buffer.NewPool(tc.opts...)
 		if p != nil || err == nil || err.Error() != tc.want {

@@ -7,32 +7,32 @@ import (
 
 // ErrClosed is returned by [Buffer.Close] for a Buffer already closed or
 // freed. Nothing changes: the pool does not take the buffer back twice.
-var ErrClosed = errors.New("buffer: Buffer already closed")
+var ErrClosed = errors.New("memkit/buffer: Buffer already closed")
 
 // ErrJSON is matched, with [errors.Is], by every error a [JSON] writer
 // records for a call that would make its output invalid: a mismatched End, a
 // Key outside an object, a value where a key is due, a second top-level
 // value, nesting deeper than [MaxJSONDepth], a Raw value that is not JSON, or
 // a document left unfinished.
-var ErrJSON = errors.New("buffer: invalid JSON call sequence")
+var ErrJSON = errors.New("memkit/buffer: invalid JSON call sequence")
 
 // ErrNonFinite is the error a [JSON] writer records for a NaN or infinite
 // float, which JSON cannot represent (encoding/json refuses them too).
-var ErrNonFinite = errors.New("buffer: JSON cannot represent NaN or infinity")
+var ErrNonFinite = errors.New("memkit/buffer: JSON cannot represent NaN or infinity")
 
 // ErrOverflow is returned by [Reader.Uvarint] and [Reader.Varint] for a
 // varint that does not fit in 64 bits. The position is unchanged.
-var ErrOverflow = errors.New("buffer: varint overflows a 64-bit integer")
+var ErrOverflow = errors.New("memkit/buffer: varint overflows a 64-bit integer")
 
 // ErrUnread is returned by [Reader.Unread] and [Reader.UnreadByte] when asked
 // to go back past the start of the Slice. The position is unchanged.
-var ErrUnread = errors.New("buffer: Unread before the start of the Slice")
+var ErrUnread = errors.New("memkit/buffer: Unread before the start of the Slice")
 
 // jsonError is a JSON call-sequence error: a constant string, so recording
 // one does not allocate.
 type jsonError string
 
-func (e jsonError) Error() string   { return "buffer: JSON: " + string(e) }
+func (e jsonError) Error() string   { return "memkit/buffer: JSON: " + string(e) }
 func (e jsonError) Is(t error) bool { return t == ErrJSON }
 
 const (
@@ -61,4 +61,4 @@ const (
 	msgBadWrite    = "memkit/buffer: invalid Write count"
 )
 
-func errorf(format string, args ...any) error { return fmt.Errorf("buffer: "+format, args...) }
+func errorf(format string, args ...any) error { return fmt.Errorf("memkit/buffer: "+format, args...) }

@@ -48,7 +48,7 @@ func ExampleNewPool() {
 	// Output:
 	// 5 4096
 	// storage taken 1 given back 1
-	// buffer: DefaultSize 0 must be between 1 and 1048576
+	// memkit/buffer: DefaultSize 0 must be between 1 and 1048576
 }
 
 // A FixedPool reserves its buffers up front. When they are all out,
@@ -69,7 +69,7 @@ func ExampleNewFixedPool() {
 	// Output:
 	// idle 0 misses 1
 	// idle 2
-	// second Close: buffer: Buffer already closed
+	// second Close: memkit/buffer: Buffer already closed
 }
 
 // The seed's use: read a request body into a pooled buffer. Pair ReadFrom
@@ -168,8 +168,8 @@ func ExampleJSON_Err() {
 	j.Key("k")
 	fmt.Println(j.Err(), errors.Is(j.Err(), buffer.ErrJSON))
 	// Output:
-	// buffer: JSON cannot represent NaN or infinity
-	// buffer: JSON: Key outside an object true
+	// memkit/buffer: JSON cannot represent NaN or infinity
+	// memkit/buffer: JSON: Key outside an object true
 }
 
 func ExampleNewSlice() {

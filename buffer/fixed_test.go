@@ -39,11 +39,11 @@ func TestNewFixedPool_InvalidParametersNameThem(t *testing.T) {
 		opts        []buffer.Option
 		want        string
 	}{
-		{0, 10, nil, "buffer: count 0 must be between 1 and 2^31-1"},
-		{10, 0, nil, "buffer: size 0 must be at least 1"},
-		{1 << 20, bigSize, nil, fmt.Sprintf("buffer: count 1048576 × size %d overflows an int", bigSize)},
-		{1, 1, []buffer.Option{buffer.WithDefaultSize(10)}, "buffer: DefaultSize applies to a Pool only"},
-		{1, 1, []buffer.Option{buffer.WithOverflow(7)}, "buffer: Overflow 7 is neither Expand nor Strict"},
+		{0, 10, nil, "memkit/buffer: count 0 must be between 1 and 2^31-1"},
+		{10, 0, nil, "memkit/buffer: size 0 must be at least 1"},
+		{1 << 20, bigSize, nil, fmt.Sprintf("memkit/buffer: count 1048576 × size %d overflows an int", bigSize)},
+		{1, 1, []buffer.Option{buffer.WithDefaultSize(10)}, "memkit/buffer: DefaultSize applies to a Pool only"},
+		{1, 1, []buffer.Option{buffer.WithOverflow(7)}, "memkit/buffer: Overflow 7 is neither Expand nor Strict"},
 	} {
 		p, err := buffer.NewFixedPool(tc.count, tc.size, tc.opts...)
 		if p != nil || err == nil || err.Error() != tc.want {

@@ -189,22 +189,22 @@ func TestJSON_MisuseRecordsExactErrors(t *testing.T) {
 		want string // the error text
 		out  string // what was written before it
 	}{
-		{"EndArray at top", func(j *buffer.JSON) { j.EndArray() }, "buffer: JSON: EndArray without an open array", ""},
-		{"EndObject in array", func(j *buffer.JSON) { j.BeginArray(); j.EndObject() }, "buffer: JSON: EndObject without an open object", "["},
-		{"EndArray in object", func(j *buffer.JSON) { j.BeginObject(); j.EndArray() }, "buffer: JSON: EndArray without an open array", "{"},
-		{"EndObject after Key", func(j *buffer.JSON) { j.BeginObject(); j.Key("k"); j.EndObject() }, "buffer: JSON: EndObject after a Key with no value", `{"k":`},
-		{"Key at top", func(j *buffer.JSON) { j.Key("k") }, "buffer: JSON: Key outside an object", ""},
-		{"Key in array", func(j *buffer.JSON) { j.BeginArray(); j.Key("k") }, "buffer: JSON: Key outside an object", "["},
-		{"Key after Key", func(j *buffer.JSON) { j.BeginObject(); j.Key("a"); j.Key("b") }, "buffer: JSON: Key after a Key with no value", `{"a":`},
-		{"value without Key", func(j *buffer.JSON) { j.BeginObject(); j.Int(1) }, "buffer: JSON: value in an object without a Key", "{"},
-		{"second value", func(j *buffer.JSON) { j.Int(1); j.Int(2) }, "buffer: JSON: second top-level value", "1"},
-		{"NaN", func(j *buffer.JSON) { j.BeginArray(); j.Float(math.NaN()) }, "buffer: JSON cannot represent NaN or infinity", "["},
-		{"Inf", func(j *buffer.JSON) { j.Float(math.Inf(-1)) }, "buffer: JSON cannot represent NaN or infinity", ""},
-		{"bad Raw", func(j *buffer.JSON) { j.Raw([]byte("{")) }, "buffer: JSON: Raw value is not valid JSON", ""},
-		{"two Raw values", func(j *buffer.JSON) { j.Raw([]byte("1 2")) }, "buffer: JSON: Raw value is not valid JSON", ""},
-		{"nothing", func(j *buffer.JSON) {}, "buffer: JSON: no value written", ""},
-		{"unclosed", func(j *buffer.JSON) { j.BeginArray(); j.BeginObject() }, "buffer: JSON: unclosed array or object", "[{"},
-		{"first error sticks", func(j *buffer.JSON) { j.EndArray(); j.Float(math.NaN()); j.Int(1) }, "buffer: JSON: EndArray without an open array", ""},
+		{"EndArray at top", func(j *buffer.JSON) { j.EndArray() }, "memkit/buffer: JSON: EndArray without an open array", ""},
+		{"EndObject in array", func(j *buffer.JSON) { j.BeginArray(); j.EndObject() }, "memkit/buffer: JSON: EndObject without an open object", "["},
+		{"EndArray in object", func(j *buffer.JSON) { j.BeginObject(); j.EndArray() }, "memkit/buffer: JSON: EndArray without an open array", "{"},
+		{"EndObject after Key", func(j *buffer.JSON) { j.BeginObject(); j.Key("k"); j.EndObject() }, "memkit/buffer: JSON: EndObject after a Key with no value", `{"k":`},
+		{"Key at top", func(j *buffer.JSON) { j.Key("k") }, "memkit/buffer: JSON: Key outside an object", ""},
+		{"Key in array", func(j *buffer.JSON) { j.BeginArray(); j.Key("k") }, "memkit/buffer: JSON: Key outside an object", "["},
+		{"Key after Key", func(j *buffer.JSON) { j.BeginObject(); j.Key("a"); j.Key("b") }, "memkit/buffer: JSON: Key after a Key with no value", `{"a":`},
+		{"value without Key", func(j *buffer.JSON) { j.BeginObject(); j.Int(1) }, "memkit/buffer: JSON: value in an object without a Key", "{"},
+		{"second value", func(j *buffer.JSON) { j.Int(1); j.Int(2) }, "memkit/buffer: JSON: second top-level value", "1"},
+		{"NaN", func(j *buffer.JSON) { j.BeginArray(); j.Float(math.NaN()) }, "memkit/buffer: JSON cannot represent NaN or infinity", "["},
+		{"Inf", func(j *buffer.JSON) { j.Float(math.Inf(-1)) }, "memkit/buffer: JSON cannot represent NaN or infinity", ""},
+		{"bad Raw", func(j *buffer.JSON) { j.Raw([]byte("{")) }, "memkit/buffer: JSON: Raw value is not valid JSON", ""},
+		{"two Raw values", func(j *buffer.JSON) { j.Raw([]byte("1 2")) }, "memkit/buffer: JSON: Raw value is not valid JSON", ""},
+		{"nothing", func(j *buffer.JSON) {}, "memkit/buffer: JSON: no value written", ""},
+		{"unclosed", func(j *buffer.JSON) { j.BeginArray(); j.BeginObject() }, "memkit/buffer: JSON: unclosed array or object", "[{"},
+		{"first error sticks", func(j *buffer.JSON) { j.EndArray(); j.Float(math.NaN()); j.Int(1) }, "memkit/buffer: JSON: EndArray without an open array", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := write(t, true, tc.f)
@@ -250,7 +250,7 @@ func TestJSON_DepthLimit(t *testing.T) {
 			j.BeginArray()
 		}
 	})
-	if err == nil || err.Error() != "buffer: JSON: nesting deeper than MaxJSONDepth" {
+	if err == nil || err.Error() != "memkit/buffer: JSON: nesting deeper than MaxJSONDepth" {
 		t.Fatalf("one level deeper: %v", err)
 	}
 }

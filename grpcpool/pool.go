@@ -54,7 +54,7 @@ func New(opts ...Option) (*Pool, error) {
 	if c.bp == nil {
 		bp, err := bytepool.New(bytepool.WithMaxSize(DefaultMaxSize))
 		if err != nil {
-			return nil, fmt.Errorf("grpcpool: %w", err)
+			return nil, fmt.Errorf("memkit/grpcpool: %w", err)
 		}
 		c.bp = bp
 	}

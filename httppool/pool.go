@@ -60,7 +60,7 @@ func New(opts ...Option) (Pool, error) {
 		o(&p)
 	}
 	if p.size <= 0 {
-		return Pool{}, fmt.Errorf("httppool: WithSize(%d): the size must be positive", p.size)
+		return Pool{}, fmt.Errorf("memkit/httppool: WithSize(%d): the size must be positive", p.size)
 	}
 	if p.pool == nil {
 		p.pool = bytepool.Default()

@@ -17,7 +17,7 @@ import (
 
 func TestNew_BadSize(t *testing.T) {
 	_, err := httppool.New(httppool.WithSize(0))
-	if err == nil || err.Error() != "httppool: WithSize(0): the size must be positive" {
+	if err == nil || err.Error() != "memkit/httppool: WithSize(0): the size must be positive" {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -224,23 +224,23 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 	}
 	switch {
 	case startChunkSize <= 0:
-		return nil, fmt.Errorf("slab: startChunkSize %d must be positive", startChunkSize)
+		return nil, fmt.Errorf("memkit/slab: startChunkSize %d must be positive", startChunkSize)
 	case slabSize <= 0 || slabSize > MaxSlabSize:
-		return nil, fmt.Errorf("slab: slabSize %d must be between 1 and %d", slabSize, MaxSlabSize)
+		return nil, fmt.Errorf("memkit/slab: slabSize %d must be between 1 and %d", slabSize, MaxSlabSize)
 	case startChunkSize > slabSize:
-		return nil, fmt.Errorf("slab: startChunkSize %d > slabSize %d", startChunkSize, slabSize)
+		return nil, fmt.Errorf("memkit/slab: startChunkSize %d > slabSize %d", startChunkSize, slabSize)
 	case !(growthFactor > 1) || math.IsInf(growthFactor, 1):
-		return nil, fmt.Errorf("slab: growthFactor %v must be greater than 1", growthFactor)
+		return nil, fmt.Errorf("memkit/slab: growthFactor %v must be greater than 1", growthFactor)
 	case cfg.idleSlabs < 0:
-		return nil, fmt.Errorf("slab: IdleSlabs %d must be >= 0", cfg.idleSlabs)
+		return nil, fmt.Errorf("memkit/slab: IdleSlabs %d must be >= 0", cfg.idleSlabs)
 	case cfg.budget < 0:
-		return nil, fmt.Errorf("slab: Budget %d must be >= 0", cfg.budget)
+		return nil, fmt.Errorf("memkit/slab: Budget %d must be >= 0", cfg.budget)
 	}
 	var sizes []int
 	for c := roundUp8(startChunkSize); c < slabSize; {
 		sizes = append(sizes, c)
 		if len(sizes) > maxClasses {
-			return nil, fmt.Errorf("slab: growthFactor %v makes more than %d classes from %d to %d bytes",
+			return nil, fmt.Errorf("memkit/slab: growthFactor %v makes more than %d classes from %d to %d bytes",
 				growthFactor, maxClasses, startChunkSize, slabSize)
 		}
 		next := math.Ceil(float64(c) * growthFactor)

@@ -37,15 +37,15 @@ func TestNewArena_InvalidParamsNameTheParam(t *testing.T) {
 		opts            []slab.Option
 		want            string
 	}{
-		{0, 1024, 2, nil, "slab: startChunkSize 0 must be positive"},
-		{-8, 1024, 2, nil, "slab: startChunkSize -8 must be positive"},
-		{8, 0, 2, nil, "slab: slabSize 0 must be between 1 and 1073741824"},
-		{8, 1<<30 + 1, 2, nil, "slab: slabSize 1073741825 must be between 1 and 1073741824"},
-		{2048, 1024, 2, nil, "slab: startChunkSize 2048 > slabSize 1024"},
-		{8, 1024, 1, nil, "slab: growthFactor 1 must be greater than 1"},
-		{8, 1024, 0.5, nil, "slab: growthFactor 0.5 must be greater than 1"},
-		{8, 1 << 30, 1.0000001, nil, "slab: growthFactor 1.0000001 makes more than 1024 classes from 8 to 1073741824 bytes"},
-		{8, 1024, 2, []slab.Option{slab.WithIdleSlabs(-1)}, "slab: IdleSlabs -1 must be >= 0"},
+		{0, 1024, 2, nil, "memkit/slab: startChunkSize 0 must be positive"},
+		{-8, 1024, 2, nil, "memkit/slab: startChunkSize -8 must be positive"},
+		{8, 0, 2, nil, "memkit/slab: slabSize 0 must be between 1 and 1073741824"},
+		{8, 1<<30 + 1, 2, nil, "memkit/slab: slabSize 1073741825 must be between 1 and 1073741824"},
+		{2048, 1024, 2, nil, "memkit/slab: startChunkSize 2048 > slabSize 1024"},
+		{8, 1024, 1, nil, "memkit/slab: growthFactor 1 must be greater than 1"},
+		{8, 1024, 0.5, nil, "memkit/slab: growthFactor 0.5 must be greater than 1"},
+		{8, 1 << 30, 1.0000001, nil, "memkit/slab: growthFactor 1.0000001 makes more than 1024 classes from 8 to 1073741824 bytes"},
+		{8, 1024, 2, []slab.Option{slab.WithIdleSlabs(-1)}, "memkit/slab: IdleSlabs -1 must be >= 0"},
 	} {
 		a, err := slab.NewArena(tc.start, tc.slabSize, tc.growth, nil, tc.opts...)
 		if a != nil || err == nil || err.Error() != tc.want {

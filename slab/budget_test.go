@@ -60,7 +60,7 @@ func TestArena_BudgetRefusesASlabAndLeavesTheArenaUnchanged(t *testing.T) {
 	for _, b := range bufs[16:] {
 		a.DecRef(b)
 	}
-	if _, err := slab.NewArena(64, 1024, 2, nil, slab.WithBudget(-1)); err == nil || err.Error() != "slab: Budget -1 must be >= 0" {
+	if _, err := slab.NewArena(64, 1024, 2, nil, slab.WithBudget(-1)); err == nil || err.Error() != "memkit/slab: Budget -1 must be >= 0" {
 		t.Fatalf("NewArena with a negative budget: %v", err)
 	}
 }

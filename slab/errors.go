@@ -4,16 +4,16 @@ import "errors"
 
 // ErrTooLarge is returned by [Arena.TryAlloc] for a request larger than the
 // arena's largest chunk class (its slab size).
-var ErrTooLarge = errors.New("slab: request larger than the largest chunk class")
+var ErrTooLarge = errors.New("memkit/slab: request larger than the largest chunk class")
 
 // ErrNoSpace is returned by [Arena.TryAlloc] when the arena needs a new slab
 // and malloc returned none (nil, or fewer bytes than a slab).
-var ErrNoSpace = errors.New("slab: malloc returned no slab")
+var ErrNoSpace = errors.New("memkit/slab: malloc returned no slab")
 
 // ErrBudget is returned by [Arena.TryAlloc] when the arena needs a new slab
 // and taking it would exceed the arena's [WithBudget] budget. The arena is
 // unchanged, except for Stats.Failures.
-var ErrBudget = errors.New("slab: byte budget exhausted")
+var ErrBudget = errors.New("memkit/slab: byte budget exhausted")
 
 // Panic messages, exact, so that tests and callers can match them.
 const (

@@ -48,7 +48,7 @@ func ExampleNewArena() {
 	fmt.Println(err)
 	// Output:
 	// 100 100 128
-	// slab: growthFactor 1 must be greater than 1
+	// memkit/slab: growthFactor 1 must be greater than 1
 }
 
 // Person is the seed's record: fixed-size text fields, no Go pointers.

@@ -37,7 +37,7 @@ func configure(opts []Option) (config, error) {
 	cfg := config{idleSlabs: DefaultIdleSlabs}
 	for k, o := range opts {
 		if o == nil {
-			return cfg, fmt.Errorf("slab: option %d of %d is nil", k+1, len(opts))
+			return cfg, fmt.Errorf("memkit/slab: option %d of %d is nil", k+1, len(opts))
 		}
 		o(&cfg)
 	}

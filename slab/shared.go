@@ -97,7 +97,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		n = defaultShards()
 	}
 	if n < 1 || n > MaxShards {
-		return nil, fmt.Errorf("slab: Shards %d must be between 1 and %d", n, MaxShards)
+		return nil, fmt.Errorf("memkit/slab: Shards %d must be between 1 and %d", n, MaxShards)
 	}
 	n = 1 << bits.Len(uint(n-1))
 	if malloc == nil {

@@ -31,19 +31,19 @@ func TestNewShared_InvalidParams(t *testing.T) {
 		opts []slab.Option
 		want string
 	}{
-		{[]slab.Option{slab.WithShards(-1)}, "slab: Shards -1 must be between 1 and 256"},
-		{[]slab.Option{slab.WithShards(257)}, "slab: Shards 257 must be between 1 and 256"},
-		{[]slab.Option{slab.WithIdleSlabs(-2)}, "slab: IdleSlabs -2 must be >= 0"},
-		{[]slab.Option{slab.WithShards(2), nil}, "slab: option 2 of 2 is nil"},
+		{[]slab.Option{slab.WithShards(-1)}, "memkit/slab: Shards -1 must be between 1 and 256"},
+		{[]slab.Option{slab.WithShards(257)}, "memkit/slab: Shards 257 must be between 1 and 256"},
+		{[]slab.Option{slab.WithIdleSlabs(-2)}, "memkit/slab: IdleSlabs -2 must be >= 0"},
+		{[]slab.Option{slab.WithShards(2), nil}, "memkit/slab: option 2 of 2 is nil"},
 	} {
 		if _, err := slab.NewShared(64, 1024, 2, nil, tc.opts...); err == nil || err.Error() != tc.want {
 			t.Errorf("NewShared error %v; want %q", err, tc.want)
 		}
 	}
-	if _, err := slab.NewArena(64, 1024, 2, nil, nil); err == nil || err.Error() != "slab: option 1 of 1 is nil" {
+	if _, err := slab.NewArena(64, 1024, 2, nil, nil); err == nil || err.Error() != "memkit/slab: option 1 of 1 is nil" {
 		t.Errorf("NewArena with a nil option: %v", err)
 	}
-	if _, err := slab.NewShared(64, 1024, 1, nil); err == nil || err.Error() != "slab: growthFactor 1 must be greater than 1" {
+	if _, err := slab.NewShared(64, 1024, 1, nil); err == nil || err.Error() != "memkit/slab: growthFactor 1 must be greater than 1" {
 		t.Errorf("NewShared growth 1: %v", err)
 	}
 	if sh := mustShared(t, 64, 1024, slab.WithShards(5)); sh.Shards() != 8 {

@@ -139,7 +139,7 @@ func (r *MemoryReader) ReadBE(n int) (uint32, error) {
 	return uint32(v), r.sync(err)
 }
 
-var errBE = errors.New("gomem: ReadBE reads at most 4 bytes")
+var errBE = errors.New("memkit/gomem: ReadBE reads at most 4 bytes")
 
 // Range calls yield with the unread bytes, a buffer at a time, consuming
 // them; a nil yield only moves to the end.
