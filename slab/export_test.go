@@ -11,14 +11,6 @@ import (
 // Slabs reports how many slabs the arena holds.
 func (a *Arena) Slabs() int { return len(a.index) }
 
-// ForgetVerdicts empties the per-type cache of the pointer check.
-func ForgetVerdicts() {
-	verdicts.Clear()
-	for i := range recent {
-		recent[i].Store(nil)
-	}
-}
-
 // AllocOn allocates from shard k, so that tests can build chains across
 // shards.
 func (sh *Shared) AllocOn(k, n int) []byte {

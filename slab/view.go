@@ -5,9 +5,9 @@ import (
 	"math/bits"
 	"reflect"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/memkit/memkit/internal/ptrfree"
 )
 
 // View returns a pointer to a T stored at the start of buf: the safe form of
@@ -77,106 +77,11 @@ func ViewSlice[T any](buf []byte, n int) []T {
 // CheckPointerFree returns nil if values of type T may live in slab
 // memory, or an error naming the first field that holds a Go pointer, with
 // the message [View] panics with. It caches its verdict per type.
-func CheckPointerFree[T any]() error {
-	if msg := pointerFree(reflect.TypeFor[T]()); msg != "" {
-		return &pointerError{msg}
-	}
-	return nil
-}
+func CheckPointerFree[T any]() error { return ptrfree.Check[T]("slab") }
 
-type pointerError struct{ msg string }
+func ensurePointerFree[T any]() { ptrfree.MustCheck[T]("slab") }
 
-func (e *pointerError) Error() string { return e.msg }
-
-func ensurePointerFree[T any]() {
-	if msg := pointerFree(reflect.TypeFor[T]()); msg != "" {
-		panic(msg)
-	}
-}
-
-func typeName[T any]() string { return shortName(reflect.TypeFor[T]()) }
-
-// verdicts caches pointerFree per type: "" for a pointer-free type, else
-// the panic message.
-var verdicts sync.Map // reflect.Type → string
-
-// verdict is an entry of the lock-free front of verdicts.
-type verdict struct {
-	t   reflect.Type
-	msg string
-}
-
-// recent is a direct-mapped cache in front of verdicts, indexed by the
-// address of the type descriptor, so that a View of a type seen before
-// costs an atomic load and a compare instead of a sync.Map lookup.
-var recent [64]atomic.Pointer[verdict]
-
-// pointerFree returns "" if t holds no Go pointer, else the message naming
-// the first field that does.
-func pointerFree(t reflect.Type) string {
-	h := reflect.ValueOf(t).Pointer() // t is a *reflect.rtype
-	slot := &recent[(h>>4^h>>10)&(uintptr(len(recent))-1)]
-	if v := slot.Load(); v != nil && v.t == t {
-		return v.msg
-	}
-	msg, ok := "", false
-	if v, found := verdicts.Load(t); found {
-		msg, ok = v.(string), true
-	}
-	if !ok {
-		if path, what := findPointer(t, shortName(t)); what != "" {
-			msg = "memkit/slab: " + path + " is " + what + ": Go pointers cannot live in slab memory"
-		}
-		verdicts.Store(t, msg)
-	}
-	slot.Store(&verdict{t, msg})
-	return msg
-}
-
-// shortName is the type's name without its package path, or its literal
-// for an unnamed type.
-func shortName(t reflect.Type) string {
-	if t.Name() != "" {
-		return t.Name()
-	}
-	return t.String()
-}
-
-// findPointer returns the path to the first part of t that holds a Go
-// pointer and what it is ("a string"), or "" if there is none.
-func findPointer(t reflect.Type, path string) (string, string) {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return path, "a pointer"
-	case reflect.UnsafePointer:
-		return path, "an unsafe.Pointer"
-	case reflect.String:
-		return path, "a string"
-	case reflect.Slice:
-		return path, "a slice"
-	case reflect.Map:
-		return path, "a map"
-	case reflect.Chan:
-		return path, "a channel"
-	case reflect.Func:
-		return path, "a func"
-	case reflect.Interface:
-		return path, "an interface"
-	case reflect.Array:
-		if t.Len() == 0 {
-			return "", ""
-		}
-		return findPointer(t.Elem(), path+"[0]")
-	case reflect.Struct:
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if p, what := findPointer(f.Type, path+"."+f.Name); what != "" {
-				return p, what
-			}
-		}
-	}
-	return "", ""
-}
+func typeName[T any]() string { return ptrfree.Name(reflect.TypeFor[T]()) }
 
 // SetString stores s in field, a fixed-size text field of a record (pass
 // rec.Name[:] for a Name [25]byte), and fills the rest of field with zero

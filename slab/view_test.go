@@ -108,7 +108,6 @@ func TestView_ChecksSizeAndAlignment(t *testing.T) {
 }
 
 func TestView_CheckedOncePerType(t *testing.T) {
-	slab.ForgetVerdicts()
 	buf := make([]byte, 64)
 	slab.View[record](buf) // fills the cache
 	if n := testing.AllocsPerRun(100, func() { slab.View[record](buf) }); n != 0 {
