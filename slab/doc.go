@@ -1,6 +1,9 @@
 // Package slab is a slab allocator of reference-counted byte chunks with
-// pointer-free handles and chains: the successor of go-slab, with its API
-// and names, so that migrating is a change of import path.
+// pointer-free handles and chains: the successor of go-slab, with its
+// names. Its constructor returns an error and its statistics are memkit's;
+// a go-slab program that should compile unchanged imports
+// github.com/memkit/memkit/compat/goslab instead, go-slab's exact API on
+// this package.
 //
 //	a, _ := slab.NewArena(64, 1<<20, 2, nil) // classes 64, 128, ... 1 MiB
 //	buf := a.Alloc(100)                      // len 100, cap locked at 100
