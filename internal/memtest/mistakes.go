@@ -121,8 +121,22 @@ func ReadmeRow(allocator string, row Mistake) string {
 // the module root, found upward from the test's directory) holds exactly
 // table's rows for allocator, in the same order. A README without the
 // table's markers is not checked.
+//
+// To regenerate the table, run the tests with MEMKIT_MISUSE_ROWS set to a
+// directory: each allocator writes its rows to <allocator>.md there.
+//
+//	MEMKIT_MISUSE_ROWS=/tmp/rows go test -run TestMistakes ./...
 func CheckReadme(t testing.TB, allocator string, table []Mistake) {
 	t.Helper()
+	want := make([]string, len(table))
+	for i, row := range table {
+		want[i] = ReadmeRow(allocator, row)
+	}
+	if dir := os.Getenv("MEMKIT_MISUSE_ROWS"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, allocator+".md"), []byte(strings.Join(want, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	text, ok := readme()
 	if !ok {
 		return
@@ -137,10 +151,6 @@ func CheckReadme(t testing.TB, allocator string, table []Mistake) {
 		if strings.HasPrefix(line, "| "+allocator+" | ") {
 			have = append(have, line)
 		}
-	}
-	want := make([]string, len(table))
-	for i, row := range table {
-		want[i] = ReadmeRow(allocator, row)
 	}
 	if strings.Join(have, "\n") != strings.Join(want, "\n") {
 		t.Errorf("README.md's misuse table differs from %s's TestMistakes; its %s rows should read:\n%s\n\nthey read:\n%s",
