@@ -171,6 +171,14 @@ func (a *Allocator) badFreeChecked(p uintptr) *checked.Misuse {
 			return misuse("Free", checked.DoubleFree, p, prev, "the block waits in the quarantine")
 		}
 		head := a.base + uintptr(h)<<a.minShift
+		if a.tr.Lookup(head) == nil {
+			// The block holding p was freed and waits in the quarantine:
+			// p is a slice of memory freed before, freed again.
+			if prev == nil {
+				prev = a.tr.Freed(head)
+			}
+			return misuse("Free", checked.DoubleFree, p, prev, "the block holding it waits in the quarantine")
+		}
 		detail := fmt.Sprintf("it starts at byte %d of the block handed out at %#x", p-head, head)
 		if prev != nil {
 			detail += "; a block freed earlier started here: if this is its slice, it is a double free"
