@@ -17,10 +17,9 @@ import (
 // is not usable: a Shared must be created with [NewShared]. It must not be
 // copied.
 //
-// A call locks the shard its goroutine's stack address picks (another free
-// one if that is busy; see internal/shard), so goroutines running at once
-// mostly work on different shards and one goroutine keeps to one, cache-warm
-// shard: a Malloc and Free cost the Allocator's plus one compare-and-swap
+// A call locks the shard its goroutine's stack address picks (see
+// internal/shard), so goroutines running at once mostly work on different
+// shards and one goroutine keeps to one, cache-warm shard: a Malloc and Free cost the Allocator's plus one compare-and-swap
 // and one store each. A Free (or FreeRest) finds the shard that owns the
 // memory: its own shard's block bounds first, a bounds check; memory of
 // another shard (a free from another goroutine) costs a lock and a block
@@ -69,14 +68,12 @@ func NewShared(opts ...Option) (*Shared, error) {
 	return s, nil
 }
 
-// lock locks and returns the calling goroutine's shard, or the next free
-// one.
+// lock locks and returns the calling goroutine's shard. It waits for the
+// shard rather than take another: memory a goroutine allocates then stays
+// on its shard, where its Free finds it without a search.
 func (s *Shared) lock() *sharedShard {
-	h := shard.Hint()
-	if sh := &s.shards[h&s.mask]; sh.TryLock() {
-		return sh
-	}
-	sh, _ := shard.LockAny(s.shards, h)
+	sh := &s.shards[shard.Hint()&s.mask]
+	sh.Lock.Lock()
 	return sh
 }
 
