@@ -71,8 +71,6 @@ var noCopyDoc = regexp.MustCompile(`(?:must|may) not be copied|may be copied onl
 var awaitingNoCopy = []string{
 	"arena.Arena",
 	"arena.Typed",
-	"extent.Recyclable",
-	"ringbuf.Typed",
 }
 
 // TestNoCopyTypesAreVetChecked type-checks every package of the core module

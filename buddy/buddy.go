@@ -95,21 +95,21 @@ func New(size, minBlock int, opts ...Option) (*Allocator, error) {
 	var cfg config
 	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("buddy: option %d of %d is nil", i+1, len(opts))
+			return nil, fmt.Errorf("memkit/buddy: option %d of %d is nil", i+1, len(opts))
 		}
 		o(&cfg)
 	}
 	if minBlock < 8 || minBlock&(minBlock-1) != 0 {
-		return nil, fmt.Errorf("buddy: minBlock %d must be a power of two >= 8", minBlock)
+		return nil, fmt.Errorf("memkit/buddy: minBlock %d must be a power of two >= 8", minBlock)
 	}
 	if size < minBlock || size&(size-1) != 0 {
-		return nil, fmt.Errorf("buddy: size %d must be a power of two >= minBlock %d", size, minBlock)
+		return nil, fmt.Errorf("memkit/buddy: size %d must be a power of two >= minBlock %d", size, minBlock)
 	}
 	if size/minBlock > 1<<30 {
-		return nil, fmt.Errorf("buddy: size %d / minBlock %d is more than 2^30 blocks", size, minBlock)
+		return nil, fmt.Errorf("memkit/buddy: size %d / minBlock %d is more than 2^30 blocks", size, minBlock)
 	}
 	if cfg.alertFn != nil && (cfg.alertAt <= 0 || cfg.alertAt > int64(size)) {
-		return nil, fmt.Errorf("buddy: BudgetAlert threshold %d must be between 1 and size %d", cfg.alertAt, size)
+		return nil, fmt.Errorf("memkit/buddy: BudgetAlert threshold %d must be between 1 and size %d", cfg.alertAt, size)
 	}
 	n := size / minBlock
 	// The bookkeeping, and the region unless it is off the heap, come from
@@ -119,11 +119,11 @@ func New(size, minBlock int, opts ...Option) (*Allocator, error) {
 		need += uint64(size)
 	}
 	if !sysmem.Available(need) {
-		return nil, fmt.Errorf("buddy: size %d with minBlock %d needs %d bytes of the Go heap, more than the system can provide: use a smaller size or a larger minBlock", size, minBlock, need)
+		return nil, fmt.Errorf("memkit/buddy: size %d with minBlock %d needs %d bytes of the Go heap, more than the system can provide: use a smaller size or a larger minBlock", size, minBlock, need)
 	}
 	mem, err := regionAlloc(size, cfg.offHeap)
 	if err != nil {
-		return nil, fmt.Errorf("buddy: region of %d bytes: %w", size, err)
+		return nil, fmt.Errorf("memkit/buddy: region of %d bytes: %w", size, err)
 	}
 	top := bits.TrailingZeros(uint(n))
 	a := &Allocator{

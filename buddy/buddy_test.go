@@ -65,10 +65,10 @@ func TestNew_InvalidArgumentsNameTheArgument(t *testing.T) {
 		size, minBlock int
 		want           string
 	}{
-		{1 << 20, 48, "buddy: minBlock 48 must be a power of two >= 8"},
-		{1 << 20, 4, "buddy: minBlock 4 must be a power of two >= 8"},
-		{3 << 20, 64, "buddy: size 3145728 must be a power of two >= minBlock 64"},
-		{32, 64, "buddy: size 32 must be a power of two >= minBlock 64"},
+		{1 << 20, 48, "memkit/buddy: minBlock 48 must be a power of two >= 8"},
+		{1 << 20, 4, "memkit/buddy: minBlock 4 must be a power of two >= 8"},
+		{3 << 20, 64, "memkit/buddy: size 3145728 must be a power of two >= minBlock 64"},
+		{32, 64, "memkit/buddy: size 32 must be a power of two >= minBlock 64"},
 	} {
 		a, err := buddy.New(tc.size, tc.minBlock)
 		if a != nil || err == nil || err.Error() != tc.want {
@@ -83,7 +83,7 @@ func TestNew_TooManyBlocks(t *testing.T) {
 	}
 	size := 1 << (bits.UintSize - 30) // 1<<34 on 64-bit; no constant overflow on 32-bit
 	a, err := buddy.New(size, 8)
-	if want := "buddy: size 17179869184 / minBlock 8 is more than 2^30 blocks"; a != nil || err == nil || err.Error() != want {
+	if want := "memkit/buddy: size 17179869184 / minBlock 8 is more than 2^30 blocks"; a != nil || err == nil || err.Error() != want {
 		t.Fatalf("New(1<<34, 8) = %v, %v; want nil, %q", a, err, want)
 	}
 }
@@ -96,7 +96,7 @@ func TestNew_MoreThanTheSystemCanProvide(t *testing.T) {
 	}
 	size := 1 << (bits.UintSize - 24) // 1<<40 on 64-bit
 	a, err := buddy.New(size, 1<<10)
-	if want := "buddy: size 1099511627776 with minBlock 1024 needs 1109175304192 bytes of the Go heap, more than the system can provide: use a smaller size or a larger minBlock"; a != nil || err == nil || err.Error() != want {
+	if want := "memkit/buddy: size 1099511627776 with minBlock 1024 needs 1109175304192 bytes of the Go heap, more than the system can provide: use a smaller size or a larger minBlock"; a != nil || err == nil || err.Error() != want {
 		t.Fatalf("New(1<<40, 1<<10) = %v, %v; want nil, %q", a, err, want)
 	}
 	// Off the heap, the mapping is refused with an error, or granted: a
@@ -113,9 +113,9 @@ func TestNew_NilOptionAndAlertThreshold(t *testing.T) {
 		opt  buddy.Option
 		want string
 	}{
-		{nil, "buddy: option 1 of 1 is nil"},
-		{buddy.WithBudgetAlert(0, func(int64, bool) {}), "buddy: BudgetAlert threshold 0 must be between 1 and size 4096"},
-		{buddy.WithBudgetAlert(-5, func(int64, bool) {}), "buddy: BudgetAlert threshold -5 must be between 1 and size 4096"},
+		{nil, "memkit/buddy: option 1 of 1 is nil"},
+		{buddy.WithBudgetAlert(0, func(int64, bool) {}), "memkit/buddy: BudgetAlert threshold 0 must be between 1 and size 4096"},
+		{buddy.WithBudgetAlert(-5, func(int64, bool) {}), "memkit/buddy: BudgetAlert threshold -5 must be between 1 and size 4096"},
 	} {
 		if a, err := buddy.New(4096, 64, tc.opt); a != nil || err == nil || err.Error() != tc.want {
 			t.Errorf("New = %v, %v; want nil, %q", a, err, tc.want)

@@ -32,7 +32,7 @@ func ExampleNew() {
 	defer a.Close() // unmaps the region
 	fmt.Println(a.Size(), a.MinBlock())
 	// Output:
-	// buddy: size 3145728 must be a power of two >= minBlock 64
+	// memkit/buddy: size 3145728 must be a power of two >= minBlock 64
 	// 4194304 4096
 }
 

@@ -37,10 +37,10 @@ func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 // ErrNoSpace is returned by [Allocator.Alloc] when no free block is large
 // enough, even after merging every free pair, or the request is larger than
 // the region. The allocator is left unchanged but for Stats.Failures.
-var ErrNoSpace = errors.New("buddy: no free block large enough")
+var ErrNoSpace = errors.New("memkit/buddy: no free block large enough")
 
 // ErrClosed is returned by [Allocator.Alloc] after [Allocator.Close].
-var ErrClosed = errors.New("buddy: allocator closed")
+var ErrClosed = errors.New("memkit/buddy: allocator closed")
 
 func regionAlloc(size int, offHeap bool) ([]byte, error) {
 	if offHeap {

@@ -52,7 +52,7 @@ func TestAllocator_BudgetAlert(t *testing.T) {
 		t.Fatalf("calls %v; want one down after Trim", calls)
 	}
 	if _, err := extent.New(extent.WithBudgetAlert(0, func(int64, bool) {})); err == nil ||
-		err.Error() != "extent: BudgetAlert threshold 0 must be > 0" {
+		err.Error() != "memkit/extent: BudgetAlert threshold 0 must be > 0" {
 		t.Fatalf("New with threshold 0: %v", err)
 	}
 }

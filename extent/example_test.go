@@ -52,7 +52,7 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// 1500 1500
-	// extent: BlockSize 10 must be between 64 and 1GiB
+	// memkit/extent: BlockSize 10 must be between 64 and 1GiB
 }
 
 func ExampleAllocator_FreeRest() {

@@ -107,7 +107,7 @@ const (
 	errTooLargeFmt = "memkit/extent: %s of %d bytes: more than the system can provide"
 )
 
-func errorf(format string, args ...any) error { return fmt.Errorf("extent: "+format, args...) }
+func errorf(format string, args ...any) error { return fmt.Errorf("memkit/extent: "+format, args...) }
 
 // New returns an allocator configured by opts, or an error naming the first
 // invalid option. It reserves no memory until the first Malloc.
@@ -336,7 +336,7 @@ func (a *Allocator) mallocSlow(n int, fallback bool) ([]byte, error) {
 func (a *Allocator) tooLarge(n int, fallback bool) error {
 	if !fallback {
 		a.failed()
-		return fmt.Errorf("extent: %d bytes: %w", n, errTooLarge)
+		return fmt.Errorf("memkit/extent: %d bytes: %w", n, errTooLarge)
 	}
 	panic(fmt.Sprintf(errTooLargeFmt, "Malloc", n))
 }

@@ -82,14 +82,14 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		opt  extent.Option
 		want string
 	}{
-		{extent.WithBlockSize(10), "extent: BlockSize 10 must be between 64 and 1GiB"},
-		{extent.WithGrowth(0.5), "extent: Growth 0.5 must be between 1 and 16"},
-		{extent.WithMaxTotal(-1), "extent: MaxTotal -1 must be >= 0 (0: no limit)"},
-		{extent.WithMaxTotal(1000), "extent: MaxTotal 1000 < BlockSize 1048576"},
-		{extent.WithBorrowChunk(2 << 20), "extent: BorrowChunk 2097152 must be between 64 and BlockSize 1048576"},
-		{extent.WithBudgetAlert(0, func(int64, bool) {}), "extent: BudgetAlert threshold 0 must be > 0"},
-		{extent.WithBudgetAlert(-1, func(int64, bool) {}), "extent: BudgetAlert threshold -1 must be > 0"},
-		{nil, "extent: option 1 of 1 is nil"},
+		{extent.WithBlockSize(10), "memkit/extent: BlockSize 10 must be between 64 and 1GiB"},
+		{extent.WithGrowth(0.5), "memkit/extent: Growth 0.5 must be between 1 and 16"},
+		{extent.WithMaxTotal(-1), "memkit/extent: MaxTotal -1 must be >= 0 (0: no limit)"},
+		{extent.WithMaxTotal(1000), "memkit/extent: MaxTotal 1000 < BlockSize 1048576"},
+		{extent.WithBorrowChunk(2 << 20), "memkit/extent: BorrowChunk 2097152 must be between 64 and BlockSize 1048576"},
+		{extent.WithBudgetAlert(0, func(int64, bool) {}), "memkit/extent: BudgetAlert threshold 0 must be > 0"},
+		{extent.WithBudgetAlert(-1, func(int64, bool) {}), "memkit/extent: BudgetAlert threshold -1 must be > 0"},
+		{nil, "memkit/extent: option 1 of 1 is nil"},
 	} {
 		a, err := extent.New(tc.opt)
 		if a != nil || err == nil || err.Error() != tc.want {

@@ -107,7 +107,7 @@ func WithOffHeap() Option { return func(c *config) { c.offHeap = true } }
 // ErrNoSpace is returned by [Allocator.TryMalloc] when a request does not fit
 // in the free ranges and a new block would pass MaxTotal. The allocator is
 // left unchanged but for Stats.Failures.
-var ErrNoSpace = errors.New("extent: no space within MaxTotal")
+var ErrNoSpace = errors.New("memkit/extent: no space within MaxTotal")
 
 // errTooLarge is what TryMalloc wraps when the system cannot provide a
 // request at all: it is ErrNoSpace too, the budget being the machine's.

@@ -1,5 +1,7 @@
 package extent
 
+import "sync"
+
 // Source is what a [Recyclable] allocates from and frees to: an
 // [*Allocator] or a [*Shared].
 type Source interface {
@@ -17,6 +19,8 @@ type Source interface {
 // the batch size has been reached before); it keeps one slice header (24
 // bytes on 64-bit) per piece, on the Go heap. Memory is the Source's.
 type Recyclable struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	src  Source
 	bufs [][]byte
 }

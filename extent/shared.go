@@ -1,6 +1,7 @@
 package extent
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
@@ -34,6 +35,8 @@ import (
 // on when that is (a [Recyclable] per batch frees a batch without such an
 // agreement). Memory, overhead and zeroing are the Allocator's.
 type Shared struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	shards []sharedShard
 	mask   uintptr
 }

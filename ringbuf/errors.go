@@ -4,11 +4,11 @@ import "errors"
 
 // ErrFull is returned by [Ring.Write] under the [Reject] policy when every
 // slot holds a record. The ring is unchanged.
-var ErrFull = errors.New("ringbuf: ring is full")
+var ErrFull = errors.New("memkit/ringbuf: ring is full")
 
 // ErrTooLarge is returned by [Ring.Write] for a record longer than a slot.
 // The ring is unchanged: a record is never truncated.
-var ErrTooLarge = errors.New("ringbuf: record larger than a slot")
+var ErrTooLarge = errors.New("memkit/ringbuf: record larger than a slot")
 
 const (
 	msgShortRead   = "memkit/ringbuf: Read buffer shorter than a slot"

@@ -50,8 +50,8 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// hello, ring true
-	// ringbuf: record larger than a slot
-	// ringbuf: slots 0 must be between 1 and 1073741824
+	// memkit/ringbuf: record larger than a slot
+	// memkit/ringbuf: slots 0 must be between 1 and 1073741824
 }
 
 // Under Reject a full ring refuses a write and leaves the ring as it was.
@@ -62,7 +62,7 @@ func ExampleReject() {
 	r.ReadStats(&s)
 	fmt.Println("live", s.LiveObjects, "failures", s.Failures)
 	// Output:
-	// <nil> <nil> ringbuf: ring is full
+	// <nil> <nil> memkit/ringbuf: ring is full
 	// live 2 failures 1
 }
 

@@ -50,15 +50,15 @@ func buildConfig(opts []Option) (config, error) {
 	c := config{policy: Reject}
 	for i, o := range opts {
 		if o == nil {
-			return c, fmt.Errorf("ringbuf: option %d of %d is nil", i+1, len(opts))
+			return c, fmt.Errorf("memkit/ringbuf: option %d of %d is nil", i+1, len(opts))
 		}
 		o(&c)
 	}
 	switch {
 	case c.policy != Reject && c.policy != Overwrite && c.policy != Block:
-		return c, fmt.Errorf("ringbuf: Policy %d is not Reject, Overwrite or Block", int(c.policy))
+		return c, fmt.Errorf("memkit/ringbuf: Policy %d is not Reject, Overwrite or Block", int(c.policy))
 	case c.alertFn != nil && c.alertAt <= 0:
-		return c, fmt.Errorf("ringbuf: BudgetAlert threshold %d must be > 0", c.alertAt)
+		return c, fmt.Errorf("memkit/ringbuf: BudgetAlert threshold %d must be > 0", c.alertAt)
 	}
 	return c, nil
 }

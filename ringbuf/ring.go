@@ -98,9 +98,9 @@ func New(slots, slotSize int, opts ...Option) (*Ring, error) {
 	}
 	switch {
 	case slots < 1 || slots > MaxSlots:
-		return nil, fmt.Errorf("ringbuf: slots %d must be between 1 and %d", slots, MaxSlots)
+		return nil, fmt.Errorf("memkit/ringbuf: slots %d must be between 1 and %d", slots, MaxSlots)
 	case slotSize < 1 || slotSize > 1<<31-1:
-		return nil, fmt.Errorf("ringbuf: slotSize %d must be between 1 and %d", slotSize, 1<<31-1)
+		return nil, fmt.Errorf("memkit/ringbuf: slotSize %d must be between 1 and %d", slotSize, 1<<31-1)
 	}
 	n := 2 // at least 2, so that "written" (seq p+1) and "free for the next lap" (seq p+n) differ
 	for n < slots {
@@ -113,14 +113,14 @@ func New(slots, slotSize int, opts ...Option) (*Ring, error) {
 		need += size
 	}
 	if size > uint64(maxInt) || !sysmem.Available(need) {
-		return nil, fmt.Errorf("ringbuf: %d slots of %d bytes need %d bytes, more than the system can allocate now; use fewer or smaller slots",
+		return nil, fmt.Errorf("memkit/ringbuf: %d slots of %d bytes need %d bytes, more than the system can allocate now; use fewer or smaller slots",
 			n, slotSize, need)
 	}
 	var mem []byte
 	if cfg.memory != nil {
 		mem = cfg.memory(n * slotSize)
 		if len(mem) < n*slotSize {
-			return nil, fmt.Errorf("ringbuf: Memory returned %d bytes; %d slots of %d need %d", len(mem), n, slotSize, n*slotSize)
+			return nil, fmt.Errorf("memkit/ringbuf: Memory returned %d bytes; %d slots of %d need %d", len(mem), n, slotSize, n*slotSize)
 		}
 		mem = mem[: n*slotSize : n*slotSize]
 	} else {

@@ -49,16 +49,16 @@ func TestNew_InvalidParamsNameTheParam(t *testing.T) {
 		opts        []ringbuf.Option
 		want        string
 	}{
-		{0, 64, nil, "ringbuf: slots 0 must be between 1 and 1073741824"},
-		{1<<30 + 1, 64, nil, "ringbuf: slots 1073741825 must be between 1 and 1073741824"},
-		{10, 0, nil, "ringbuf: slotSize 0 must be between 1 and 2147483647"},
-		{10, 64, []ringbuf.Option{ringbuf.WithPolicy(9)}, "ringbuf: Policy 9 is not Reject, Overwrite or Block"},
-		{10, 64, []ringbuf.Option{ringbuf.WithPolicy(ringbuf.Block), nil}, "ringbuf: option 2 of 2 is nil"},
-		{10, 64, []ringbuf.Option{ringbuf.WithBudgetAlert(0, func(int64, bool) {})}, "ringbuf: BudgetAlert threshold 0 must be > 0"},
-		{10, 64, []ringbuf.Option{ringbuf.WithBudgetAlert(-1, func(int64, bool) {})}, "ringbuf: BudgetAlert threshold -1 must be > 0"},
+		{0, 64, nil, "memkit/ringbuf: slots 0 must be between 1 and 1073741824"},
+		{1<<30 + 1, 64, nil, "memkit/ringbuf: slots 1073741825 must be between 1 and 1073741824"},
+		{10, 0, nil, "memkit/ringbuf: slotSize 0 must be between 1 and 2147483647"},
+		{10, 64, []ringbuf.Option{ringbuf.WithPolicy(9)}, "memkit/ringbuf: Policy 9 is not Reject, Overwrite or Block"},
+		{10, 64, []ringbuf.Option{ringbuf.WithPolicy(ringbuf.Block), nil}, "memkit/ringbuf: option 2 of 2 is nil"},
+		{10, 64, []ringbuf.Option{ringbuf.WithBudgetAlert(0, func(int64, bool) {})}, "memkit/ringbuf: BudgetAlert threshold 0 must be > 0"},
+		{10, 64, []ringbuf.Option{ringbuf.WithBudgetAlert(-1, func(int64, bool) {})}, "memkit/ringbuf: BudgetAlert threshold -1 must be > 0"},
 		// More than the runtime can allocate in one piece: it used to panic
 		// in makeslice.
-		{1 << 30, 1 << 20, nil, "ringbuf: 1073741824 slots of 1048576 bytes need 1125917086711808 bytes, more than the system can allocate now; use fewer or smaller slots"},
+		{1 << 30, 1 << 20, nil, "memkit/ringbuf: 1073741824 slots of 1048576 bytes need 1125917086711808 bytes, more than the system can allocate now; use fewer or smaller slots"},
 	} {
 		r, err := ringbuf.New(tc.slots, tc.size, tc.opts...)
 		if r != nil || err == nil || err.Error() != tc.want {
@@ -75,7 +75,7 @@ func TestNew_MoreMemoryThanTheSystemHasIsAnError(t *testing.T) {
 		t.Skip("the system would map 1 TiB here (overcommit_memory=1?)")
 	}
 	r, err := ringbuf.New(1<<20, 1<<20)
-	const want = "ringbuf: 1048576 slots of 1048576 bytes need 1099528404992 bytes, more than the system can allocate now; use fewer or smaller slots"
+	const want = "memkit/ringbuf: 1048576 slots of 1048576 bytes need 1099528404992 bytes, more than the system can allocate now; use fewer or smaller slots"
 	if r != nil || err == nil || err.Error() != want {
 		t.Fatalf("New(1<<20, 1<<20) = %v, %v; want %s", r, err, want)
 	}
@@ -461,7 +461,7 @@ func TestRing_WithMemoryFromASlab(t *testing.T) {
 	}
 	r.Release(s)
 	if _, err := ringbuf.New(10, 64, ringbuf.WithMemory(func(n int) []byte { return make([]byte, n-1) })); err == nil ||
-		err.Error() != "ringbuf: Memory returned 1023 bytes; 16 slots of 64 need 1024" {
+		err.Error() != "memkit/ringbuf: Memory returned 1023 bytes; 16 slots of 64 need 1024" {
 		t.Fatalf("short memory: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package ringbuf
 
 import (
 	"context"
+	"sync"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
@@ -20,6 +21,8 @@ import (
 // copied after first use. Write and Read cost what the Ring's do for a
 // record of unsafe.Sizeof(T) bytes and never allocate.
 type Typed[T any] struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	r *Ring
 }
 
