@@ -6,7 +6,6 @@ import (
 
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/sysmem"
-	"github.com/memkit/memkit/stats"
 )
 
 // Arena is a region of memory in which objects of any type are allocated
@@ -208,8 +207,19 @@ func checkSystem(nb uintptr, fallback bool) error {
 
 // allocSlow is the slow path of every allocation of n elements of T: the
 // arena's first use, a type not in the cache, a full chunk, a request of
-// zero bytes, a large one, or the budget.
+// zero bytes, a large one, or the budget. It publishes the statistics when
+// due (see stats.go).
 func allocSlow[T any](a *Arena, n int, fallback bool) (*T, error) {
+	ev := a.events()
+	p, err := allocMore[T](a, n, fallback)
+	if a.due(ev) {
+		a.publish()
+	}
+	return p, err
+}
+
+// allocMore is allocSlow but for publishing.
+func allocMore[T any](a *Arena, n int, fallback bool) (*T, error) {
 	if a.freed {
 		if checked.Enabled {
 			a.freedMisuse("New", unsafe.Pointer(a))
@@ -313,6 +323,7 @@ func (a *Arena) Reset() {
 		a.freeing("Reset")
 	}
 	a.reset()
+	a.publish()
 }
 
 // reset is Reset, for Reset and Pool.Put.
@@ -340,7 +351,8 @@ func (a *Arena) shed() {
 // go, zeroed, to a recycler shared by all arenas, which other arenas draw
 // from and the GC empties over time. Neither the objects nor the arena may
 // be used afterwards: any later call on the arena, Free included, panics
-// with "memkit/arena: use of freed arena", except ReadStats.
+// with "memkit/arena: use of freed arena", except ReadStats and
+// PublishStats.
 func (a *Arena) Free() {
 	if a.freed {
 		if checked.Enabled {
@@ -367,32 +379,5 @@ func (a *Arena) Free() {
 	a.slots, a.byKey = nil, nil
 	a.cache = [cacheSize]cacheEntry{}
 	a.freed = true
+	a.publish()
 }
-
-// ReadStats overwrites *s with the arena's statistics: InUseBytes is the
-// bytes handed out since the last Reset (alignment padding included),
-// ReservedBytes the memory the arena holds, LiveObjects the objects and
-// slices handed out since the last Reset; Allocs counts every allocation,
-// heap fallbacks included, Frees the objects freed by Reset and Free,
-// HeapFallbacks the objects that came from the Go heap because the budget
-// was exhausted (they are not counted as in use or live), Failures the
-// TryNew-style calls refused, Grows the chunks and dedicated allocations
-// the arena took, Releases those it gave up. It does not allocate.
-func (a *Arena) ReadStats(s *stats.Stats) {
-	s.Reset()
-	inUse := a.largeBytes
-	for _, sl := range a.slots {
-		inUse += sl.inUse()
-	}
-	s.InUseBytes = uint64(inUse)
-	s.ReservedBytes = a.reserved
-	s.LiveObjects = uint64(a.objs)
-	s.Allocs = a.allocs + uint64(a.objs)
-	s.Frees = a.frees
-	s.HeapFallbacks = a.fallbacks
-	s.Failures = a.failures
-	s.Grows = a.grows
-	s.Releases = a.releases
-}
-
-var _ stats.StatsSource = (*Arena)(nil)

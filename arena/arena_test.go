@@ -204,6 +204,7 @@ func TestMakeSlice_MoreThanTheSystemHas(t *testing.T) {
 		t.Fatalf("TryMakeSlice of 64 TiB = %v, %v; want nil, ErrBudget", s, err)
 	}
 	var st memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.Failures != 1 || st.ReservedBytes != 0 {
 		t.Fatalf("stats %v; want one failure, nothing reserved", &st)
@@ -270,6 +271,7 @@ func TestZeroSize(t *testing.T) {
 		t.Errorf("Typed.MakeSlice: len/cap %d/%d", len(u), cap(u))
 	}
 	var st memkit.Stats
+	ty.PublishStats()
 	ty.ReadStats(&st)
 	if st.LiveObjects != 11 || st.InUseBytes != 0 || st.ReservedBytes != 0 {
 		t.Errorf("stats %+v", st)
@@ -277,6 +279,7 @@ func TestZeroSize(t *testing.T) {
 	ty.Reset()
 	ty.New()
 	ty.Free()
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.ReservedBytes != 0 || st.LiveObjects != 4 {
 		t.Errorf("stats %+v", st)
@@ -399,6 +402,7 @@ func TestBudget(t *testing.T) {
 		}
 		ok++
 	}
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.ReservedBytes > budget || ok != budget/16 || st.Failures != uint64(failed) {
 		t.Errorf("ok %d failed %d, stats %+v", ok, failed, st)
@@ -410,6 +414,7 @@ func TestBudget(t *testing.T) {
 	s := arena.MakeSlice[int](a, 10, 10)
 	s[9] = 1
 	str := arena.CloneString(a, "over budget")
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.HeapFallbacks != 3 || st.ReservedBytes != before.ReservedBytes || st.LiveObjects != before.LiveObjects || str != "over budget" {
 		t.Errorf("after fallbacks: %+v", st)
@@ -436,6 +441,7 @@ func TestBudget_SmallLastChunk(t *testing.T) {
 		t.Errorf("%d nodes fit in a 5 KiB budget; want %d", n, 5<<10/16)
 	}
 	var st memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.ReservedBytes != 5<<10 || st.InUseBytes != 5<<10 {
 		t.Errorf("stats %+v", st)
@@ -461,6 +467,7 @@ func TestTyped_Budget(t *testing.T) {
 	p := ty.New() // from the heap
 	p.p = new(int)
 	var st memkit.Stats
+	ty.PublishStats()
 	ty.ReadStats(&st)
 	if st.HeapFallbacks != 1 || st.LiveObjects != uint64(n) || st.ReservedBytes != 2<<10 || st.Failures != 1 {
 		t.Errorf("stats %+v", st)
@@ -490,6 +497,7 @@ func TestAccount(t *testing.T) {
 	}
 	arena.MakeSlice[byte](a, 1000, 1000) // large: dedicated
 	var st memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&st)
 	if held != int64(st.ReservedBytes) || held == 0 {
 		t.Errorf("account holds %d, arena reserves %d", held, st.ReservedBytes)
@@ -505,6 +513,7 @@ func TestAccount(t *testing.T) {
 	}
 	refuse = false
 	a.Reset()
+	a.PublishStats()
 	a.ReadStats(&st)
 	if held != int64(st.ReservedBytes) {
 		t.Errorf("after Reset: account holds %d, arena reserves %d", held, st.ReservedBytes)
@@ -518,6 +527,7 @@ func TestAccount(t *testing.T) {
 	for range 300 {
 		ty.New()
 	}
+	ty.PublishStats()
 	ty.ReadStats(&st)
 	if held != int64(st.ReservedBytes) {
 		t.Errorf("Typed: account holds %d, arena reserves %d", held, st.ReservedBytes)
@@ -551,6 +561,7 @@ func TestStats(t *testing.T) {
 	arena.New[byte](a)              // 1 B
 	arena.MakeSlice[p16](a, 0, 64)  // 1 KiB: dedicated
 	var st memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&st)
 	want := memkit.Stats{
 		InUseBytes: 100*16 + 32 + 1 + 1024, LiveObjects: 103, Allocs: 103,
@@ -562,17 +573,20 @@ func TestStats(t *testing.T) {
 		t.Errorf("stats\n%+v\nwant\n%+v", st, want)
 	}
 	a.Reset()
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.InUseBytes != 0 || st.LiveObjects != 0 || st.Frees != 103 || st.Allocs != 103 || st.ReservedBytes != 3<<10 || st.Releases != 1 {
 		t.Errorf("after Reset: %+v", st)
 	}
 	arena.New[p16](a)
 	a.Reset() // chunks unused for a cycle go to the recycler
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.ReservedBytes != 1<<10 {
 		t.Errorf("after a second Reset: %+v", st)
 	}
 	a.Free()
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.ReservedBytes != 0 {
 		t.Errorf("after Free: %+v", st)
@@ -584,11 +598,13 @@ func TestStats(t *testing.T) {
 	}
 	ty.MakeSlice(2, 10)  // 160 B, fits
 	ty.MakeSlice(0, 100) // dedicated
+	ty.PublishStats()
 	ty.ReadStats(&st)
 	if st.LiveObjects != 102 || st.InUseBytes != 110*16+1600 || st.ReservedBytes != 2<<10+1600 || st.Grows != 3 {
 		t.Errorf("Typed stats %+v", st)
 	}
 	ty.Reset()
+	ty.PublishStats()
 	ty.ReadStats(&st)
 	if st.LiveObjects != 0 || st.Frees != 102 || st.ReservedBytes != 2<<10 {
 		t.Errorf("Typed after Reset %+v", st)
@@ -609,6 +625,7 @@ func TestLarge(t *testing.T) {
 	s[299] = 1
 	a.Reset()
 	var st memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&st)
 	if st.Releases != 11 || st.ReservedBytes != 0 {
 		t.Errorf("stats %+v", st)
@@ -682,6 +699,7 @@ func TestManyTypes(t *testing.T) {
 			}
 		}
 		var st memkit.Stats
+		a.PublishStats()
 		a.ReadStats(&st)
 		if st.LiveObjects != 1000 || st.InUseBytes != 1000*uint64(unsafe.Sizeof(uintptr(0))) {
 			t.Fatalf("round %d: %+v", round, st)
@@ -780,22 +798,18 @@ func TestAllocsPerRun(t *testing.T) {
 func TestTyped_ReadStatsOnlyReads(t *testing.T) {
 	ty := arena.NewTyped[[4]uint64](arena.WithChunkSize(256))
 	stop, done := make(chan struct{}), make(chan struct{})
-	if !raceEnabled { // a concurrent reader of plain counters is a race by the detector's rules
-		go func() {
-			defer close(done)
-			var s memkit.Stats
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					ty.ReadStats(&s)
-				}
+	go func() {
+		defer close(done)
+		var s memkit.Stats
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				ty.ReadStats(&s)
 			}
-		}()
-	} else {
-		close(done)
-	}
+		}
+	}()
 	var s memkit.Stats
 	for cycle := range 200 {
 		seen := map[*[4]uint64]bool{}
@@ -807,6 +821,7 @@ func TestTyped_ReadStatsOnlyReads(t *testing.T) {
 			}
 			seen[p] = true
 			p[0] = uint64(i) + 1
+			ty.PublishStats()
 			ty.ReadStats(&s)
 			if s.LiveObjects != uint64(i)+1 || s.InUseBytes != 32*s.LiveObjects {
 				close(stop)

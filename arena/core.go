@@ -23,6 +23,9 @@ type core struct {
 	largeBytes uintptr
 
 	allocs, frees, fallbacks, failures, grows, releases uint64
+	spares                                              uint64 // spare chunks taken, for events
+
+	pub published // what ReadStats shows other goroutines (see stats.go)
 
 	dbg *coreDebug // the checked build's state; nil otherwise
 }
@@ -140,6 +143,7 @@ func (c *core) takeChunk(s *slot, nb uintptr) (chunk, error) {
 		ch := s.spare[n-1]
 		s.spare[n-1] = chunk{}
 		s.spare = s.spare[:n-1]
+		c.spares++
 		return ch, nil
 	}
 	size := s.std

@@ -96,7 +96,19 @@
 // An [Arena] or a [Typed] is for one goroutine at a time, as in Go's arena
 // package. The chunk recycling behind them (freed chunks go to a recycler
 // per type and chunk size, built on [sync.Pool]) and the [Pool] are safe
-// for concurrent use.
+// for concurrent use. [Arena.ReadStats] and [Typed.ReadStats] may be called
+// from any goroutine while the owner uses the arena (as
+// [github.com/memkit/memkit.Publish] and the Prometheus collector do): they
+// read only a snapshot the owner publishes under a sequence lock, all its
+// fields of one moment, never the owner's own state. The owner publishes
+// at every chunk it takes, heap fallback and failure (so Grows, Releases,
+// ReservedBytes, HeapFallbacks and Failures are always current), at Reset,
+// Free and [Pool.Put], at its next slow path after a reader asked, and at
+// [Arena.PublishStats]; New and MakeSlice's fast paths pay nothing for
+// this. So InUseBytes, LiveObjects and Allocs lag the owner by at most what
+// it handed out from its current chunks, one chunk per element type (and
+// objects of zero-size types), and nothing is estimated; an owner that
+// wants current figures calls PublishStats first.
 //
 // # Misuse
 //

@@ -44,6 +44,7 @@ func ExampleArena_Reset() {
 		a.Reset() // free the request's objects, keep the memory
 	}
 	var s memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&s)
 	fmt.Println("live", s.LiveObjects, "allocs", s.Allocs, "chunks taken", s.Grows)
 	// Output:
@@ -62,6 +63,7 @@ func ExampleNewArena() {
 		arena.New[Person](a)
 	}
 	var s memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&s)
 	fmt.Println(s.LiveObjects, "objects,", s.InUseBytes, "bytes in use,", s.ReservedBytes, "reserved")
 	// Output: 100 objects, 4000 bytes in use, 4080 reserved
@@ -80,6 +82,7 @@ func ExampleTryNew() {
 	fmt.Println(n, "objects fit")
 	p := arena.New[[64]byte](a) // New falls back to the heap instead
 	var s memkit.Stats
+	a.PublishStats()
 	a.ReadStats(&s)
 	fmt.Println(p != nil, s.HeapFallbacks, "fallback,", s.Failures, "failure")
 	// Output:

@@ -268,11 +268,13 @@ func FuzzArena(f *testing.F) {
 				m.verify(t)
 				a.Reset()
 				m.reset()
+				a.PublishStats()
 				a.ReadStats(&st)
 				m.checkStats(t, &st, budget)
 			case 9: // Free, and a new arena
 				m.verify(t)
 				a.Free()
+				a.PublishStats()
 				a.ReadStats(&st)
 				if st.ReservedBytes != 0 {
 					t.Fatalf("reserved %d after Free", st.ReservedBytes)
@@ -289,6 +291,7 @@ func FuzzArena(f *testing.F) {
 				m.objects += 2
 			case 11: // stats and contents
 				m.verify(t)
+				a.PublishStats()
 				a.ReadStats(&st)
 				m.checkStats(t, &st, budget)
 			case 12: // a mistake of the misuse table, then every live allocation intact
@@ -299,6 +302,7 @@ func FuzzArena(f *testing.F) {
 			}
 		}
 		m.verify(t)
+		a.PublishStats()
 		a.ReadStats(&st)
 		m.checkStats(t, &st, budget)
 	})
@@ -390,6 +394,7 @@ func FuzzTyped(f *testing.F) {
 					t.Fatal("not zeroed")
 				}
 			}
+			ty.PublishStats()
 			ty.ReadStats(&st)
 			m.allocs++
 			if !tried && st.HeapFallbacks > m.falls {
@@ -439,6 +444,7 @@ func FuzzTyped(f *testing.F) {
 				m.reset()
 			case 5:
 				m.verify(t)
+				ty.PublishStats()
 				ty.ReadStats(&st)
 				m.checkStats(t, &st, budget)
 				if k := ops.Byte(); k%4 == 1 {
@@ -470,6 +476,7 @@ func FuzzTyped(f *testing.F) {
 			}
 		}
 		m.verify(t)
+		ty.PublishStats()
 		ty.ReadStats(&st)
 		m.checkStats(t, &st, budget)
 	})

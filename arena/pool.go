@@ -123,10 +123,12 @@ func (p *Pool) Put(a *Arena) {
 		// first Put, not a Put of the next owner's arena.
 		a.shed()
 		p.count(a)
+		a.publish()
 		p.trk.Hold("Put", rec, nil, func() { p.p.Put(a) })
 		return
 	}
 	p.count(a)
+	a.publish()
 	p.p.Put(a)
 }
 

@@ -4,7 +4,6 @@ import (
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
-	"github.com/memkit/memkit/stats"
 )
 
 // Typed is an arena for objects of the one type T, for hot loops in which
@@ -170,9 +169,19 @@ func (c *tcore) check(op string) {
 	}
 }
 
-// refill is the slow path of New: it makes room for one object in cur.
+// refill is the slow path of New: it makes room for one object in cur,
+// and publishes the statistics when due (see stats.go).
 func (c *tcore) refill() {
 	c.check("New")
+	ev := c.events()
+	c.makeRoom()
+	if c.due(ev) {
+		c.publish()
+	}
+}
+
+// makeRoom is refill but for checking and publishing.
+func (c *tcore) makeRoom() {
 	h := c.head()
 	size := c.s.info.size
 	if size == 0 {
@@ -210,8 +219,19 @@ func (c *tcore) retireCur() {
 
 // alloc is the slow path of TryNew and MakeSlice: n zeroed elements, with
 // a fallback to the heap if fallback is set and the budget is exhausted.
+// It publishes the statistics when due (see stats.go).
 func (c *tcore) alloc(n int, fallback bool) (unsafe.Pointer, error) {
 	c.check("New")
+	ev := c.events()
+	p, err := c.allocMore(n, fallback)
+	if c.due(ev) {
+		c.publish()
+	}
+	return p, err
+}
+
+// allocMore is alloc but for checking and publishing.
+func (c *tcore) allocMore(n int, fallback bool) (unsafe.Pointer, error) {
 	size := c.s.info.size
 	if size > 0 && uintptr(n) > maxBytes/size {
 		panic(msgTooLarge)
@@ -286,6 +306,7 @@ func (t *Typed[T]) Reset() {
 		t.c.freeing("Reset")
 	}
 	t.c.reset()
+	t.c.publish()
 }
 
 func (c *tcore) reset() {
@@ -315,13 +336,14 @@ func (c *tcore) endCycle() {
 // Free frees every object of the arena and gives its memory to the shared
 // recycler, as [Arena.Free] does. Any later call on the arena, Free
 // included, panics with "memkit/arena: use of freed arena", except
-// ReadStats.
+// ReadStats and PublishStats.
 func (t *Typed[T]) Free() {
 	if checked.Enabled {
 		t.c.check("Free")
 		t.c.freeing("Free")
 	}
 	t.c.free()
+	t.c.publish()
 }
 
 func (c *tcore) free() {
@@ -339,32 +361,3 @@ func (c *tcore) free() {
 	c.dropLarge()
 	c.freed = true
 }
-
-// ReadStats overwrites *s with the arena's statistics, with the meanings
-// of [Arena.ReadStats]. It does not allocate, and it only reads the arena:
-// it never changes what the arena hands out.
-func (t *Typed[T]) ReadStats(s *stats.Stats) {
-	c := &t.c
-	s.Reset()
-	objs := uint64(c.objects())
-	if c.s.info != nil && c.s.info.size > 0 && !c.freed {
-		size := c.s.info.size
-		// What sync would move to the slot, read in place.
-		inUse := c.s.fullUsed
-		if h := c.head(); h.cur != nil && !c.heapCur {
-			inUse += uintptr(h.next) * size
-		}
-		s.InUseBytes = uint64(inUse)
-	}
-	s.InUseBytes += uint64(c.largeBytes)
-	s.ReservedBytes = c.reserved
-	s.LiveObjects = objs
-	s.Allocs = c.allocs + objs
-	s.Frees = c.frees
-	s.HeapFallbacks = c.fallbacks
-	s.Failures = c.failures
-	s.Grows = c.grows
-	s.Releases = c.releases
-}
-
-var _ stats.StatsSource = (*Typed[int])(nil)
