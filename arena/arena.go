@@ -2,6 +2,7 @@ package arena
 
 import (
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
@@ -39,6 +40,8 @@ import (
 // when the memory is handed out again (best effort; a read is not
 // reported).
 type Arena struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	cache [cacheSize]cacheEntry
 	objs  uintptr // objects handed out since the last Reset
 

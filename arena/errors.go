@@ -5,7 +5,7 @@ import "errors"
 // ErrBudget is returned by [TryNew], [TryMakeSlice] and [Typed.TryNew] when
 // the request does not fit in the arena's [WithBudget] budget, or the
 // [WithAccount] account refused the memory. The arena is left unchanged.
-var ErrBudget = errors.New("arena: byte budget exhausted")
+var ErrBudget = errors.New("memkit/arena: byte budget exhausted")
 
 // Panic messages, exact, so that tests and callers can match them.
 const (

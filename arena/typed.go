@@ -1,6 +1,7 @@
 package arena
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
@@ -23,6 +24,8 @@ import (
 // does not fit in it. Objects must not be used after the arena is reset or
 // freed, as with [Arena].
 type Typed[T any] struct {
+	_ [0]sync.Mutex // go vet: must not be copied after first use
+
 	// The layout of these three fields is typedHead's, through which the
 	// non-generic code in tcore reaches them.
 	cur  []T // the current chunk, all of it
