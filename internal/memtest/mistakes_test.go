@@ -41,7 +41,7 @@ func fakeRows(releasePanic string, damage bool) []Mistake {
 }
 
 func TestRunMistakes_PassesAMatchingTable(t *testing.T) {
-	RunMistakes(t, "fake", fakeRows("memkit/fake: double free", false))
+	runMistakes(t, "fake", fakeRows("memkit/fake: double free", false))
 }
 
 func TestRunMistakes_FailsAWrongPanicOrDamage(t *testing.T) {
