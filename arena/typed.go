@@ -43,7 +43,9 @@ type typedHead struct {
 }
 
 // headSize is the offset of Typed's c field, for every T: NewTyped checks.
-const headSize = unsafe.Sizeof(typedHead{})
+// It is typedHead's size rounded up to tcore's alignment, which its
+// atomics make 8 bytes on 32-bit platforms too.
+const headSize = (unsafe.Sizeof(typedHead{}) + unsafe.Alignof(tcore{}) - 1) &^ (unsafe.Alignof(tcore{}) - 1)
 
 // tcore is the non-generic part of a Typed: everything but New's fast
 // path.
