@@ -68,8 +68,7 @@ var noCopyDoc = regexp.MustCompile(`(?:must|may) not be copied|may be copied onl
 // a sync.Mutex). Remove a type from this list when it gets the field: the
 // test fails while a listed type is already checked, so the list only
 // shrinks.
-var awaitingNoCopy = []string{
-}
+var awaitingNoCopy = []string{}
 
 // TestNoCopyTypesAreVetChecked type-checks every package of the core module
 // (not the other modules: grpcpool's types need the same check) and, for
