@@ -38,19 +38,6 @@ type published struct {
 	v   [nPub]atomic.Uint64
 }
 
-// load reads a consistent copy into vals.
-func (p *published) load(vals *[nPub]uint64) {
-	for {
-		s := p.seq.BeginRead()
-		for i := range vals {
-			vals[i] = p.v[i].Load()
-		}
-		if !p.seq.Retry(s) {
-			return
-		}
-	}
-}
-
 // events counts the slow-path events that publish: chunks taken (spare or
 // new, dedicated allocations included), heap fallbacks and failures.
 func (c *core) events() uint64 {
@@ -78,12 +65,7 @@ func (c *core) store(inUse uintptr, objs uint64) {
 		pubGrows:     c.grows,
 		pubReleases:  c.releases,
 	}
-	p := &c.pub
-	p.seq.BeginWrite()
-	for i := range v {
-		p.v[i].Store(v[i])
-	}
-	p.seq.EndWrite()
+	c.pub.seq.Store(c.pub.v[:], v[:])
 }
 
 // read fills *s from the published snapshot, asking the owner for fresh
@@ -91,7 +73,7 @@ func (c *core) store(inUse uintptr, objs uint64) {
 func (c *core) read(s *stats.Stats) {
 	c.pub.seq.Settle()
 	var v [nPub]uint64
-	c.pub.load(&v)
+	c.pub.seq.Load(c.pub.v[:], v[:])
 	s.Reset()
 	s.InUseBytes = v[pubInUse]
 	s.ReservedBytes = v[pubReserved]

@@ -188,7 +188,7 @@ func (s *Shared) ReadStats(st *stats.Stats) {
 		sh.a.PublishStats()
 		sh.Unlock()
 		var v [nPub]uint64
-		sh.a.pub.load(&v)
+		sh.a.pub.seq.Load(sh.a.pub.v[:], v[:])
 		for k := range sum {
 			if k == pubLargest {
 				sum[k] = max(sum[k], v[k])

@@ -43,28 +43,6 @@ type published struct {
 	v   [nPub]atomic.Uint64
 }
 
-// store publishes vals. Only the owner calls it.
-func (p *published) store(vals *[nPub]uint64) {
-	p.seq.BeginWrite()
-	for i := range vals {
-		p.v[i].Store(vals[i])
-	}
-	p.seq.EndWrite()
-}
-
-// load reads a consistent copy into vals.
-func (p *published) load(vals *[nPub]uint64) {
-	for {
-		s := p.seq.BeginRead()
-		for i := range vals {
-			vals[i] = p.v[i].Load()
-		}
-		if !p.seq.Retry(s) {
-			return
-		}
-	}
-}
-
 // checkEvery is how often, in Mallocs (and in Frees), the owner looks
 // whether a reader asked for fresh figures: a power of two dividing
 // publishEvery, so that the hot paths test one mask.
@@ -100,7 +78,7 @@ func (a *Allocator) publish() {
 		pubReleases:  a.releases,
 		pubBadFrees:  a.badFrees,
 	}
-	a.pub.store(&v)
+	a.pub.seq.Store(a.pub.v[:], v[:])
 }
 
 // PublishStats makes every later [Allocator.ReadStats], on any goroutine,
@@ -148,7 +126,7 @@ func (a *Allocator) PublishStats() {
 func (a *Allocator) ReadStats(s *stats.Stats) {
 	a.pub.seq.Settle()
 	var v [nPub]uint64
-	a.pub.load(&v)
+	a.pub.seq.Load(a.pub.v[:], v[:])
 	fill(s, &v)
 }
 

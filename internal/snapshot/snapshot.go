@@ -67,3 +67,27 @@ func (s *Seq) Settle() {
 		runtime.Gosched()
 	}
 }
+
+// Store publishes vals into dst, element by element, as one publication:
+// a reader's [Seq.Load] sees all of vals or none of them. Only the owner
+// calls it.
+func (s *Seq) Store(dst []atomic.Uint64, vals []uint64) {
+	s.BeginWrite()
+	for i := range vals {
+		dst[i].Store(vals[i])
+	}
+	s.EndWrite()
+}
+
+// Load copies src into vals, all from one publication of [Seq.Store].
+func (s *Seq) Load(src []atomic.Uint64, vals []uint64) {
+	for {
+		v := s.BeginRead()
+		for i := range vals {
+			vals[i] = src[i].Load()
+		}
+		if !s.Retry(v) {
+			return
+		}
+	}
+}

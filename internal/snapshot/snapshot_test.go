@@ -52,3 +52,32 @@ func TestSeq_ReadsOneMoment(t *testing.T) {
 		t.Fatal("a publication did not answer the request")
 	}
 }
+
+// Store and Load move a set of figures as one: a reader never sees two
+// publications mixed.
+func TestSeq_StoreLoadOneMoment(t *testing.T) {
+	var s Seq
+	var dst [4]atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := uint64(1); i <= 20000; i++ {
+			s.Store(dst[:], []uint64{i, i, i, i})
+		}
+	}()
+	got := make([]uint64, 4)
+	for {
+		s.Load(dst[:], got)
+		if got[0] != got[1] || got[1] != got[2] || got[2] != got[3] {
+			t.Fatalf("Load mixed publications: %v", got)
+		}
+		select {
+		case <-done:
+			if s.Load(dst[:], got); got[0] != 20000 {
+				t.Fatalf("last Load %v; want the last Store", got)
+			}
+			return
+		default:
+		}
+	}
+}
