@@ -1,6 +1,8 @@
 package budget
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -66,5 +68,57 @@ func TestBudget_ConcurrentCallbacksAlternate(t *testing.T) {
 	// from one transition: every call flipped the state.
 	if len(seq) > 0 && seq[len(seq)-1] {
 		t.Fatalf("last callback says above with 0 used: %v", seq[len(seq)-5:])
+	}
+}
+
+func TestOptions_Check(t *testing.T) {
+	fn := func(int64, bool) {}
+	for _, c := range []struct {
+		set  func(o *Options)
+		want string
+	}{
+		{func(o *Options) {}, ""},
+		{func(o *Options) { o.SetLimit(1 << 20); o.SetAlert(1<<19, fn) }, ""},
+		{func(o *Options) { o.SetLimit(0) }, "WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{func(o *Options) { o.SetLimit(-5) }, "WithBudget(-5): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{func(o *Options) { o.SetAlert(0, fn) }, "WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{func(o *Options) { o.SetAlert(10, nil) }, "WithBudgetAlert(10, nil): fn is nil; leave the option out for no alert"},
+		{func(o *Options) { o.SetLimit(100); o.SetAlert(101, fn) }, "WithBudgetAlert(101, fn): the threshold is above WithBudget(100), so the alert could never fire"},
+	} {
+		var o Options
+		c.set(&o)
+		got := ""
+		if err := o.Check(); err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("Check() = %q; want %q", got, c.want)
+		}
+	}
+}
+
+func TestOptions_New(t *testing.T) {
+	var o Options
+	if o.New() != nil {
+		t.Fatal("no options made a budget")
+	}
+	o.SetLimit(64)
+	b := o.New()
+	if b == nil || b.Limit() != 64 || b.TryCharge(65) {
+		t.Fatalf("WithBudget(64) made %+v", b)
+	}
+}
+
+func TestError_IsAcrossPackages(t *testing.T) {
+	a, b := NewErrBudget("slab", "byte budget exhausted"), NewErrBudget("arena", "byte budget exhausted")
+	n := NewErrNoSpace("buddy", "no free block large enough")
+	if !errors.Is(a, b) || !errors.Is(b, a) || errors.Is(a, n) || errors.Is(n, a) {
+		t.Fatal("errors.Is does not match by kind")
+	}
+	if got := fmt.Errorf("wrapped: %w", n); !errors.Is(got, NewErrNoSpace("slab", "x")) {
+		t.Fatal("a wrapped ErrNoSpace is not ErrNoSpace")
+	}
+	if a.Error() != "memkit/slab: byte budget exhausted" {
+		t.Fatalf("text %q", a.Error())
 	}
 }

@@ -1,10 +1,12 @@
 package memtest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/checked"
 )
 
@@ -73,5 +75,15 @@ func CheckMisuse(t testing.TB, m *checked.Misuse, allocator, op, kind, test stri
 		if !strings.Contains(msg, w) {
 			t.Errorf("report lacks %q:\n%s", w, msg)
 		}
+	}
+}
+
+// PanicWithLeaksError calls memkit.Leaks on src and panics with its error,
+// if any: the check a test makes at its end, made part of a mistake so that
+// a misuse table can state what it reports. It does nothing in the release
+// build, where Leaks returns memkit.ErrNotChecked.
+func PanicWithLeaksError(src memkit.StatsSource) {
+	if _, err := memkit.Leaks(src); err != nil && !errors.Is(err, memkit.ErrNotChecked) {
+		panic(err)
 	}
 }
