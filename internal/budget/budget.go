@@ -12,11 +12,9 @@ import "sync/atomic"
 // Budget accounts the bytes an allocator holds. The zero value and a nil
 // *Budget are unlimited and never call back. It is safe for concurrent use.
 type Budget struct {
-	limit     int64 // 0: none
-	threshold int64 // 0: no callback
-	fn        func(used int64, above bool)
-	used      atomic.Int64
-	above     atomic.Bool
+	limit int64 // 0: none
+	edge  Edge  // threshold 0: no callback
+	used  atomic.Int64
 }
 
 // New returns a budget of limit bytes (0 for none) that calls fn with the
@@ -29,7 +27,7 @@ func New(limit, threshold int64, fn func(used int64, above bool)) *Budget {
 	if fn == nil {
 		threshold = 0
 	}
-	return &Budget{limit: limit, threshold: threshold, fn: fn}
+	return &Budget{limit: limit, edge: Edge{threshold: threshold, fn: fn}}
 }
 
 // Limit returns the limit in bytes, 0 for none.
@@ -90,17 +88,53 @@ func (b *Budget) Release(n int64) {
 // releases race, the state the last of them leaves agrees with the bytes in
 // use (a flip computed from a stale value is undone at once).
 func (b *Budget) crossed() {
-	if b.threshold == 0 {
+	if b.edge.threshold == 0 {
 		return
 	}
-	for {
-		used := b.used.Load()
-		above := used >= b.threshold
-		if b.above.Load() == above {
-			return
-		}
-		if b.above.CompareAndSwap(!above, above) {
-			b.fn(used, above)
-		}
+	for b.edge.Flip(b.used.Load()) {
 	}
+}
+
+// Edge is the alert half of a budget, for allocators that keep the bytes
+// in use themselves (a buddy region counts them on its own path, a ring
+// derives them from its positions): it remembers which side of a threshold
+// the figure was last reported on and calls fn when it crosses. The zero
+// Edge never calls. It is safe for concurrent use.
+type Edge struct {
+	threshold int64
+	fn        func(used int64, above bool)
+	above     atomic.Bool
+}
+
+// NewEdge returns an edge that calls fn(used, true) when used rises to
+// threshold or more and fn(used, false) when it falls back below.
+func NewEdge(threshold int64, fn func(used int64, above bool)) Edge {
+	return Edge{threshold: threshold, fn: fn}
+}
+
+// Threshold returns the threshold, 0 for an edge that never calls.
+func (e *Edge) Threshold() int64 { return e.threshold }
+
+// Flip compares used with the side last reported. If it is on the other
+// side, Flip records the new side, calls fn (unless a concurrent Flip
+// recorded it first) and returns true: the caller reloads its figure and
+// calls Flip again, until it returns false, so that racing updates leave
+// the reported side agreeing with the last figure —
+//
+//	for e.Flip(load()) {
+//	}
+//
+// An owner used by one goroutine calls it once.
+func (e *Edge) Flip(used int64) bool {
+	if e.fn == nil {
+		return false
+	}
+	above := used >= e.threshold
+	if e.above.Load() == above {
+		return false
+	}
+	if e.above.CompareAndSwap(!above, above) {
+		e.fn(used, above)
+	}
+	return true
 }

@@ -122,3 +122,24 @@ func TestError_IsAcrossPackages(t *testing.T) {
 		t.Fatalf("text %q", a.Error())
 	}
 }
+
+func TestEdge_Flip(t *testing.T) {
+	var got []int64
+	e := NewEdge(10, func(used int64, above bool) {
+		if !above {
+			used = -used
+		}
+		got = append(got, used)
+	})
+	for _, u := range []int64{5, 10, 12, 9, 3, 11} {
+		for e.Flip(u) {
+		}
+	}
+	if fmt.Sprint(got) != "[10 -9 11]" {
+		t.Fatalf("calls %v; want [10 -9 11]", got)
+	}
+	var zero Edge
+	if zero.Flip(1 << 40) {
+		t.Fatal("the zero Edge flipped")
+	}
+}
