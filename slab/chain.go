@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/memkit/memkit/internal/checked"
 )
 
 // Chainer is what [ChainWriter] and [ChainReader] need of an arena. Both
@@ -217,4 +219,159 @@ func (r *ChainReader) WriteTo(w io.Writer) (int64, error) {
 		r.next(b)
 	}
 	return total, nil
+}
+
+// link is the chain bookkeeping of one chunk: its successor, and how many
+// of its references are held by chain predecessors (see [Arena.SetNext]).
+// A DecRef or LocDecRef may drop only the other references: the chain
+// drops its own when the predecessor is freed or relinked, so a DecRef
+// that would take the count down to preds is a DecRef too many, caught
+// there instead of when the chain is released.
+type link struct {
+	next  Loc
+	preds int32
+}
+
+// freeChain frees chunk i of s and then, iteratively (a chain may be
+// long), every successor whose last reference that drops.
+func (a *Arena) freeChain(s *slab, i int32) {
+	for {
+		var next Loc
+		if s.links != nil {
+			next, s.links[i].next = s.links[i].next, Loc{}
+		}
+		a.putChunk(s, i)
+		if next.IsNil() {
+			return
+		}
+		if next.slab&^slotMask != a.tag {
+			a.handoff = next // in another shard: the Shared releases it
+			return
+		}
+		if s, i = a.unlink(next); s == nil {
+			return
+		}
+	}
+}
+
+// unlink drops the reference a chain predecessor held on the chunk next
+// names. It returns the chunk if that was its last reference, for the
+// caller to free, and nil otherwise. It panics with "memkit/slab: stale
+// handle" if next's chunk was freed or holds no chain reference, which a
+// DecRef too many of the successor, caught by decRef, cannot cause: the
+// check keeps a chunk from going on its free list twice, whatever happened.
+func (a *Arena) unlink(next Loc) (*slab, int32) {
+	s := a.valid(next)
+	if s == nil || s.links == nil || s.links[next.chunk].preds <= 0 {
+		a.badFrees.Add(1)
+		if checked.Enabled {
+			a.staleLoc("LocDecRef", next)
+		}
+		panic(msgStale)
+	}
+	i := int32(next.chunk)
+	s.links[i].preds--
+	ch := &s.chunks[i]
+	if ch.refs--; ch.refs > 0 {
+		return nil, 0
+	}
+	return s, i
+}
+
+// unchain drops the chain reference to next, a chunk of this arena, and
+// frees it, and its successors in turn, if that was its last reference.
+func (a *Arena) unchain(next Loc) {
+	if s, i := a.unlink(next); s != nil {
+		a.freeChain(s, i)
+	}
+}
+
+// chainRef adds a chain predecessor's reference to the live chunk nl
+// names, for SetNext. It panics like LocAddRef if nl is stale.
+func (a *Arena) chainRef(nl Loc) {
+	s, i := a.resolve(nl)
+	a.addRef(&s.chunks[i], msgAddRefFree)
+	if s.links == nil {
+		s.links = make([]link, len(s.chunks))
+	}
+	s.links[i].preds++
+}
+
+// SetNext makes next the chain successor of buf's chunk, as go-slab's
+// SetNext does: the chunk of buf takes a reference on the chunk of next
+// (dropped when buf's chunk is freed or given another successor) and drops
+// the one it held on its previous successor. A nil next ends the chain at
+// buf. Both buffers must be live buffers of the arena; SetNext panics like
+// [Arena.BufToLoc] otherwise. Chains must not form cycles: a cycle keeps
+// its chunks alive forever.
+func (a *Arena) SetNext(buf, next []byte) {
+	a.live(buf, "SetNext")
+	var nl Loc
+	if next != nil {
+		nl = a.BufToLoc(next)
+		a.chainRef(nl)
+	}
+	if old := a.swapNext(buf, nl); !old.IsNil() {
+		a.unchain(old)
+	}
+}
+
+// swapNext makes nl the successor of buf's chunk, which must be live, and
+// returns the previous one, whose reference the caller must drop.
+func (a *Arena) swapNext(buf []byte, nl Loc) Loc {
+	s, i := a.live(buf, "SetNext")
+	if s.links == nil {
+		if nl.IsNil() {
+			return Loc{}
+		}
+		s.links = make([]link, len(s.chunks))
+	}
+	old := s.links[i].next
+	s.links[i].next = nl
+	return old
+}
+
+// takeHandoff returns and clears the successor in another shard that the
+// last free left for the Shared arena to release.
+func (a *Arena) takeHandoff() Loc {
+	h := a.handoff
+	a.handoff = Loc{}
+	return h
+}
+
+// moveHandoff is takeHandoff into *h, and only when there is a successor
+// to hand off, which it reports: it never copies a nil Loc.
+func (a *Arena) moveHandoff(h *Loc) bool {
+	if a.handoff.IsNil() {
+		return false
+	}
+	*h = a.takeHandoff()
+	return true
+}
+
+// GetNext returns the chain successor of buf's chunk, with its reference
+// count incremented (as in go-slab: the caller DecRefs it when done), or
+// nil if buf ends its chain. The buffer is the one given to SetNext. It
+// panics like [Arena.BufToLoc] if buf is not a live buffer of the arena.
+func (a *Arena) GetNext(buf []byte) []byte {
+	l := a.nextLoc(buf, "GetNext")
+	if l.IsNil() {
+		return nil
+	}
+	a.LocAddRef(l)
+	return a.LocToBuf(l)
+}
+
+// NextLoc returns the [Loc] of the chain successor of buf's chunk, or the
+// nil Loc, without changing any reference count. The successor stays
+// valid as long as buf's chunk holds it.
+func (a *Arena) NextLoc(buf []byte) Loc { return a.nextLoc(buf, "NextLoc") }
+
+// nextLoc is NextLoc for op, the method whose misuse it reports.
+func (a *Arena) nextLoc(buf []byte, op string) Loc {
+	s, i := a.live(buf, op)
+	if s.links == nil {
+		return Loc{}
+	}
+	return s.links[i].next
 }

@@ -1,5 +1,11 @@
 package slab
 
+import (
+	"unsafe"
+
+	"github.com/memkit/memkit/internal/checked"
+)
+
 // Loc is a handle to a byte range of a chunk of an [Arena]: go-slab's Loc,
 // with a generation.
 //
@@ -50,4 +56,115 @@ func (l Loc) Slice(start, n int) Loc {
 	l.off = uint32(min(uint64(l.off)+uint64(start), MaxSlabSize+1))
 	l.n = uint32(min(uint64(n), MaxSlabSize+1))
 	return l
+}
+
+// Loc.slab holds a slab slot + 1 in its low slotBits bits and, for a
+// Shared arena, the shard in the bits above.
+const (
+	slotBits = 24
+	slotMask = 1<<slotBits - 1
+)
+
+// chunkBuf returns the bytes [off, off+n) of chunk i of s, with their
+// capacity locked to the end of what was allocated.
+func chunkBuf(s *slab, i int32, off, n uint32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(s.chunkPtr(i), off)), s.chunks[i].size-off)[:n]
+}
+
+// BufToLoc returns a [Loc] for buf, which must be a live buffer of the
+// arena (or a re-slice of one), without changing its reference count. It
+// panics with "memkit/slab: buffer not allocated by this arena" for a
+// buffer outside the arena and "memkit/slab: use of a free chunk" for a
+// free chunk.
+func (a *Arena) BufToLoc(buf []byte) Loc {
+	s, i := a.find(buf)
+	ch := &s.chunks[i]
+	if ch.refs <= 0 {
+		if checked.Enabled {
+			a.misuse("BufToLoc", checked.StaleHandle, s, i, "a buffer of a freed chunk")
+		}
+		panic(msgFreeChunk)
+	}
+	off := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - s.base - uintptr(i)*uintptr(s.size))
+	return Loc{slab: a.tag | (uint32(s.slot) + 1), chunk: uint32(i), gen: ch.gen, off: off, n: uint32(len(buf))}
+}
+
+// valid returns the slab of l, or nil if l is nil or stale.
+func (a *Arena) valid(l Loc) *slab {
+	if l.slab&^slotMask != a.tag {
+		return nil
+	}
+	k := int(l.slab&slotMask) - 1
+	if k < 0 || k >= len(a.slabs) {
+		return nil
+	}
+	s := a.slabs[k]
+	if s == nil || int(l.chunk) >= len(s.chunks) {
+		return nil
+	}
+	if ch := &s.chunks[l.chunk]; ch.gen != l.gen || ch.refs <= 0 {
+		return nil
+	}
+	return s
+}
+
+// resolve returns the slab and chunk of l, or panics if l is stale.
+func (a *Arena) resolve(l Loc) (*slab, int32) {
+	s := a.valid(l)
+	if s == nil {
+		if checked.Enabled {
+			a.staleLoc(callerOp(1), l)
+		}
+		panic(msgStale)
+	}
+	return s, int32(l.chunk)
+}
+
+// LocToBuf returns the bytes l designates, as a buffer whose capacity runs
+// to the end of what was allocated for the chunk, or nil for the nil Loc.
+// It does not change the reference count. It panics with "memkit/slab:
+// stale handle" if the chunk was freed since l was made, and with
+// "memkit/slab: Loc range outside its chunk" if a [Loc.Slice] took l past
+// the end of the allocation.
+func (a *Arena) LocToBuf(l Loc) []byte {
+	if l.IsNil() {
+		return nil
+	}
+	s, i := a.resolve(l)
+	if uint64(l.off)+uint64(l.n) > uint64(s.chunks[i].size) {
+		panic(msgLocRange)
+	}
+	return chunkBuf(s, i, l.off, l.n)
+}
+
+// LocAddRef is [Arena.AddRef] through a Loc. It panics with "memkit/slab:
+// stale handle" if the chunk was freed since l was made, and does nothing
+// for the nil Loc.
+func (a *Arena) LocAddRef(l Loc) {
+	if l.IsNil() {
+		return
+	}
+	s, i := a.resolve(l)
+	a.addRef(&s.chunks[i], msgAddRefFree)
+}
+
+// LocDecRef is [Arena.DecRef] through a Loc: it reports whether the last
+// reference was dropped. Unlike DecRef of a buffer, it detects a second
+// release after the chunk was handed out again, and panics with
+// "memkit/slab: stale handle" (counted in Stats.BadFrees) instead of
+// freeing the new owner's chunk. It does nothing for the nil Loc and
+// returns false.
+func (a *Arena) LocDecRef(l Loc) bool {
+	if l.IsNil() {
+		return false
+	}
+	s := a.valid(l)
+	if s == nil {
+		a.badFrees.Add(1)
+		if checked.Enabled {
+			a.staleLoc("LocDecRef", l)
+		}
+		panic(msgStale)
+	}
+	return a.decRef(s, int32(l.chunk))
 }

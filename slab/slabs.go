@@ -1,0 +1,312 @@
+package slab
+
+import (
+	"math/bits"
+	"sort"
+	"unsafe"
+
+	"github.com/memkit/memkit/internal/checked"
+)
+
+// slabRef is an entry of Arena.index.
+type slabRef struct {
+	base uintptr
+	s    *slab
+}
+
+// slab is one slab of memory and its chunks' bookkeeping.
+type slab struct {
+	mem        []byte
+	base       uintptr
+	cl         *class
+	size       uint32 // chunk size
+	used       int32  // chunks in use
+	freeHead   int32  // first free chunk, -1 if none (besides fresh ones)
+	fresh      int32  // chunks from fresh on were never handed out
+	slot       int32
+	gen0       uint32 // generation of a chunk never handed out
+	recip      uint64 // ^uint64(0)/size + 1: off/size is the high word of off*recip
+	shift      uint32 // log2(size) if size is a power of two, else 0
+	prev, next *slab  // links in the class's list of slabs with a free chunk
+	listed     bool
+	chunks     []chunk
+	links      []link // chain links by chunk; nil until a chunk of s is chained
+}
+
+// chunk is the bookkeeping of one chunk.
+type chunk struct {
+	refs     int32
+	gen      uint32 // incremented at every free
+	size     uint32 // bytes requested at Alloc: the capacity handed out
+	freeNext int32  // next free chunk while free
+}
+
+// pow2Shift returns log2(size) if size is a power of two, else 0 (size is
+// at least 8, so 0 is no power's log).
+func pow2Shift(size uint32) uint32 {
+	if size&(size-1) != 0 {
+		return 0
+	}
+	return uint32(bits.TrailingZeros32(size))
+}
+
+// chunkIndex returns off / s.size: a shift for a power-of-two class size,
+// a multiplication by the reciprocal otherwise, never a divide.
+func (s *slab) chunkIndex(off uint32) uint32 {
+	if s.shift != 0 {
+		return off >> (s.shift & 31)
+	}
+	hi, _ := bits.Mul64(uint64(off), s.recip)
+	return uint32(hi)
+}
+
+// chunkAt returns the bookkeeping of chunk i of s, 0 <= i < len(s.chunks),
+// without a bounds check.
+func (s *slab) chunkAt(i int32) *chunk {
+	return (*chunk)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.chunks)), uintptr(i)*unsafe.Sizeof(chunk{})))
+}
+
+// chunkPtr returns the address of the first byte of chunk i of s.
+func (s *slab) chunkPtr(i int32) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(i)*uintptr(s.size))
+}
+
+// grow adds a slab to class c, at the head of its list, and returns it, or
+// nil and the reason: ErrBudget if the budget refused it, ErrNoSpace if
+// malloc failed.
+func (a *Arena) grow(c int) (*slab, error) {
+	if !a.bud.TryCharge(int64(a.slabSize)) {
+		return nil, ErrBudget
+	}
+	mem := a.malloc(a.slabSize)
+	if len(mem) < a.slabSize {
+		a.bud.Release(int64(a.slabSize))
+		return nil, ErrNoSpace
+	}
+	cl := &a.classes[c]
+	var slot int32
+	if k := len(a.freeSlots); k > 0 {
+		slot = a.freeSlots[k-1]
+		a.freeSlots = a.freeSlots[:k-1]
+	} else {
+		if len(a.slabs) >= slotMask {
+			if a.free != nil {
+				a.free(mem)
+			}
+			a.bud.Release(int64(a.slabSize))
+			return nil, ErrNoSpace // no slot number left for a Loc to name
+		}
+		slot = int32(len(a.slabs))
+		a.slabs = append(a.slabs, nil)
+		a.slotGen = append(a.slotGen, 0)
+	}
+	s := &slab{
+		mem:      mem,
+		base:     uintptr(unsafe.Pointer(unsafe.SliceData(mem))),
+		slot:     slot,
+		cl:       cl,
+		size:     cl.size,
+		freeHead: -1,
+		gen0:     a.slotGen[slot],
+		recip:    ^uint64(0)/uint64(cl.size) + 1,
+		shift:    pow2Shift(cl.size),
+		chunks:   newChunks(int(cl.perSlab), mem),
+	}
+	a.slabs[slot] = s
+	i := sort.Search(len(a.index), func(i int) bool { return a.index[i].base > s.base })
+	a.index = append(a.index, slabRef{})
+	copy(a.index[i+1:], a.index[i:])
+	a.index[i] = slabRef{s.base, s}
+	cl.slabs++
+	cl.idle++
+	cl.pubSlabs.Store(uint64(cl.slabs))
+	cl.grows.Add(1)
+	a.pushHead(cl, s)
+	if checked.Enabled {
+		checked.Fill(mem[:a.slabSize], checked.PoisonByte)
+	}
+	return s, nil
+}
+
+// aliasPad is how many chunk headers make up the 256 bytes that newChunks
+// keeps between the header of chunk 0 and the chunk's offset in a page.
+const aliasPad = 16
+
+// newChunks returns the bookkeeping of perSlab chunks of the slab mem. A
+// program writes to a chunk's bytes just before it hands the chunk back,
+// and DecRef then reads the chunk's header first. Slabs are usually
+// page-aligned, and so is a large array of headers: the header of chunk 0
+// would then sit at the same offset within a 4 KiB page as the chunk's
+// first bytes, and the CPU would take the header load for one that may
+// depend on the store to the chunk (4K aliasing), stalling it. newChunks
+// skips aliasSkip entries of the array so that the header of chunk 0 lies
+// at least 256 bytes from that offset, either way.
+func newChunks(perSlab int, mem []byte) []chunk {
+	c := make([]chunk, perSlab+2*aliasPad)
+	rel := (uintptr(unsafe.Pointer(unsafe.SliceData(c))) - uintptr(unsafe.Pointer(unsafe.SliceData(mem)))) % 4096
+	skip := aliasSkip(rel)
+	return c[skip : skip+perSlab : skip+perSlab]
+}
+
+// aliasSkip returns how many headers to skip when the array of headers
+// starts rel bytes, modulo 4 KiB, after the slab. A start within 256 bytes
+// after the slab's page offset moves up by 256 bytes; one within 256 bytes
+// before it moves up by 512, past the offset and 256 bytes beyond.
+func aliasSkip(rel uintptr) int {
+	const pad = aliasPad * unsafe.Sizeof(chunk{})
+	switch {
+	case rel < pad:
+		return aliasPad
+	case rel > 4096-pad:
+		return 2 * aliasPad
+	}
+	return 0
+}
+
+// release gives an entirely free slab back.
+func (a *Arena) release(s *slab) {
+	cl := s.cl
+	a.unlist(cl, s)
+	cl.slabs--
+	cl.idle--
+	cl.publish()
+	cl.pubSlabs.Store(uint64(cl.slabs))
+	cl.releases.Add(1)
+	// The next slab in this slot starts past every generation a Loc into
+	// this one may hold.
+	g := s.gen0
+	for i := range s.chunks[:s.fresh] {
+		g = max(g, s.chunks[i].gen)
+	}
+	a.slotGen[s.slot] = g + 1
+	a.slabs[s.slot] = nil
+	s.prev, s.next = nil, nil
+	a.freeSlots = append(a.freeSlots, s.slot)
+	i := sort.Search(len(a.index), func(i int) bool { return a.index[i].base >= s.base })
+	copy(a.index[i:], a.index[i+1:])
+	a.index[len(a.index)-1] = slabRef{}
+	a.index = a.index[:len(a.index)-1]
+	if a.last == s {
+		a.setLast(nil)
+	}
+	if a.free != nil {
+		a.free(s.mem)
+	}
+	s.mem = nil
+	a.bud.Release(int64(a.slabSize))
+}
+
+func (a *Arena) pushHead(cl *class, s *slab) {
+	s.prev, s.next, s.listed = nil, cl.head, true
+	if cl.head != nil {
+		cl.head.prev = s
+	} else {
+		cl.tail = s
+	}
+	cl.head = s
+}
+
+func (a *Arena) pushTail(cl *class, s *slab) {
+	s.prev, s.next, s.listed = cl.tail, nil, true
+	if cl.tail != nil {
+		cl.tail.next = s
+	} else {
+		cl.head = s
+	}
+	cl.tail = s
+}
+
+func (a *Arena) unlist(cl *class, s *slab) {
+	if !s.listed {
+		return
+	}
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		cl.head = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	} else {
+		cl.tail = s.prev
+	}
+	s.prev, s.next, s.listed = nil, nil, false
+}
+
+// lookup returns the slab holding address p, or nil.
+func (a *Arena) lookup(p uintptr) *slab {
+	if s := a.last; s != nil && p-s.base < uintptr(a.slabSize) {
+		return s
+	}
+	// The last slab whose base is <= p.
+	idx := a.index
+	lo := sort.Search(len(idx), func(i int) bool { return idx[i].base > p })
+	if lo == 0 || p-idx[lo-1].base >= uintptr(a.slabSize) {
+		return nil
+	}
+	s := idx[lo-1].s
+	a.setLast(s)
+	return s
+}
+
+// setLast makes s the slab of the last lookup, and publishes its base for
+// a Shared.
+func (a *Arena) setLast(s *slab) {
+	a.last = s
+	if a.lastBase != nil {
+		var base uintptr
+		if s != nil {
+			base = s.base
+		}
+		a.lastBase.Store(base)
+	}
+}
+
+// locate returns the slab and chunk of buf, or nil if buf is not inside one
+// chunk of the arena.
+func (a *Arena) locate(buf []byte) (*slab, int32) {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	if p == 0 {
+		return nil, 0
+	}
+	s := a.lookup(p)
+	if s == nil {
+		return nil, 0
+	}
+	off := uint32(p - s.base)
+	i := s.chunkIndex(off)
+	if int(i) >= len(s.chunks) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
+		return nil, 0
+	}
+	return s, int32(i)
+}
+
+// find is locate for methods that panic on a foreign buffer.
+func (a *Arena) find(buf []byte) (*slab, int32) {
+	s, i := a.locate(buf)
+	if s == nil {
+		panic(msgForeign)
+	}
+	return s, i
+}
+
+// Owns reports whether buf lies inside a chunk of the arena that is
+// currently allocated: a buffer returned by Alloc, LocToBuf or GetNext and
+// not yet freed, or a re-slice of one. It never panics.
+func (a *Arena) Owns(buf []byte) bool {
+	s, i := a.locate(buf)
+	return s != nil && s.chunks[i].refs > 0
+}
+
+// live returns the slab and chunk of buf, and panics unless buf is a live
+// buffer of the arena.
+func (a *Arena) live(buf []byte, op string) (*slab, int32) {
+	s, i := a.find(buf)
+	if s.chunks[i].refs <= 0 {
+		if checked.Enabled {
+			a.misuse(op, checked.StaleHandle, s, i, "a buffer of a freed chunk")
+		}
+		panic(msgFreeChunk)
+	}
+	return s, i
+}
