@@ -261,7 +261,7 @@ func (a *Arena) freeChain(s *slab, i int32) {
 // DecRef too many of the successor, caught by decRef, cannot cause: the
 // check keeps a chunk from going on its free list twice, whatever happened.
 func (a *Arena) unlink(next Loc) (*slab, int32) {
-	s := a.valid(next)
+	s := a.liveLoc(next)
 	if s == nil || s.links == nil || s.links[next.chunk].preds <= 0 {
 		a.badFrees.Add(1)
 		if checked.Enabled {
@@ -289,7 +289,7 @@ func (a *Arena) unchain(next Loc) {
 // chainRef adds a chain predecessor's reference to the live chunk nl
 // names, for SetNext. It panics like LocAddRef if nl is stale.
 func (a *Arena) chainRef(nl Loc) {
-	s, i := a.resolve(nl)
+	s, i := a.mustLiveLoc(nl, false)
 	a.addRef(&s.chunks[i], msgAddRefFree)
 	if s.links == nil {
 		s.links = make([]link, len(s.chunks))
@@ -305,7 +305,7 @@ func (a *Arena) chainRef(nl Loc) {
 // [Arena.BufToLoc] otherwise. Chains must not form cycles: a cycle keeps
 // its chunks alive forever.
 func (a *Arena) SetNext(buf, next []byte) {
-	a.live(buf, "SetNext")
+	a.mustLive(buf, "SetNext")
 	var nl Loc
 	if next != nil {
 		nl = a.BufToLoc(next)
@@ -319,7 +319,7 @@ func (a *Arena) SetNext(buf, next []byte) {
 // swapNext makes nl the successor of buf's chunk, which must be live, and
 // returns the previous one, whose reference the caller must drop.
 func (a *Arena) swapNext(buf []byte, nl Loc) Loc {
-	s, i := a.live(buf, "SetNext")
+	s, i := a.mustLive(buf, "SetNext")
 	if s.links == nil {
 		if nl.IsNil() {
 			return Loc{}
@@ -369,7 +369,7 @@ func (a *Arena) NextLoc(buf []byte) Loc { return a.nextLoc(buf, "NextLoc") }
 
 // nextLoc is NextLoc for op, the method whose misuse it reports.
 func (a *Arena) nextLoc(buf []byte, op string) Loc {
-	s, i := a.live(buf, op)
+	s, i := a.mustLive(buf, op)
 	if s.links == nil {
 		return Loc{}
 	}

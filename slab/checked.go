@@ -119,12 +119,8 @@ func (a *Arena) takePending() []heldChunk {
 // unhold puts chunk i of s, out of quarantine, on its slab's free list, as
 // a release build's DecRef does at once.
 func (a *Arena) unhold(s *slab, i int32) {
-	s.chunks[i].freeNext = s.freeHead
-	s.freeHead = i
-	cl := s.cl
-	s.used--
-	if s.used == 0 || s.used == cl.perSlab-1 {
-		a.slabChanged(cl, s)
+	if a.pushFree(s, &s.chunks[i], i) {
+		a.slabChanged(s.cl, s)
 	}
 }
 

@@ -43,7 +43,7 @@ func (sh *Shared) FlushQuarantine() {
 // HeaderPageOffset reports how far, modulo 4 KiB, the bookkeeping of the
 // chunk of buf lies from the chunk's first byte.
 func (a *Arena) HeaderPageOffset(buf []byte) uintptr {
-	s, i := a.find(buf)
+	s, i := a.mustChunkOf(buf)
 	hdr := uintptr(unsafe.Pointer(s.chunkAt(i)))
 	return (hdr - uintptr(unsafe.Pointer(unsafe.SliceData(buf)))) % 4096
 }

@@ -12,7 +12,7 @@ import (
 // "memkit/slab: buffer not allocated by this arena" if buf is not in a
 // chunk of the arena.
 func (a *Arena) AddRef(buf []byte) {
-	s, i := a.find(buf)
+	s, i := a.mustChunkOf(buf)
 	if checked.Enabled && s.chunks[i].refs <= 0 {
 		a.misuse("AddRef", checked.StaleHandle, s, i, "a buffer of a freed chunk")
 	}
@@ -41,74 +41,59 @@ func (a *Arena) addRef(ch *chunk, msg string) {
 // is not in a chunk of the arena; both are counted in Stats.BadFrees first.
 func (a *Arena) DecRef(buf []byte) bool {
 	// The hot path: the last reference to an unchained chunk of the slab
-	// of the previous lookup, buf inside it. Everything else, misuse
-	// included, goes through decRefBuf, which checks again from scratch.
+	// of the previous lookup, buf inside it, freed here with the one call
+	// that inlines (pushFree). Everything else, misuse included, goes
+	// through decRefSlow, which checks again from scratch.
 	s := a.last
 	if s == nil || checked.Enabled {
-		return a.decRefBuf(buf)
+		return a.decRefSlow(buf)
 	}
 	d := uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - s.base // wraps around for nil
 	if d >= uintptr(a.slabSize) {
-		return a.decRefBuf(buf)
+		return a.decRefSlow(buf)
 	}
 	i := s.chunkIndex(uint32(d))
-	if i >= uint32(len(s.chunks)) || uint64(uint32(d)-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
-		return a.decRefBuf(buf)
+	if !s.holds(i, uint32(d), cap(buf)) {
+		return a.decRefSlow(buf)
 	}
 	ch := s.chunkAt(int32(i))
 	if ch.refs != 1 || s.links != nil {
-		return a.decRefBuf(buf)
+		return a.decRefSlow(buf)
 	}
-	// pushFree, written out: with its call to slabChanged it is too
-	// costly to inline, and a call here is a tenth of the op.
 	ch.refs = 0
 	ch.gen++
-	ch.freeNext = s.freeHead
-	s.freeHead = int32(i)
-	cl := s.cl
-	cl.freed()
-	s.used--
-	switch {
-	case s.used == 0 && cl.tail == s && cl.idle < a.idleSlabs:
-		cl.idle++ // empty, kept, and already last in its list
-	case s.used == 0 || s.used == cl.perSlab-1:
-		a.slabChanged(cl, s)
+	s.cl.freed()
+	if a.pushFree(s, ch, int32(i)) {
+		a.slabChanged(s.cl, s)
 	}
 	return true
 }
 
-// decRefBuf is DecRef for every case: it finds the chunk of buf, panics
-// if there is none, and drops a reference.
-func (a *Arena) decRefBuf(buf []byte) bool {
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	s := a.last
-	if s == nil || p-s.base >= uintptr(a.slabSize) {
-		if s = a.lookup(p); s == nil || p == 0 {
-			a.badFrees.Add(1)
-			if checked.Enabled {
-				a.foreignFree("DecRef", p)
-			}
-			panic(msgForeign)
-		}
+// decRefSlow is DecRef off its hot path: it finds the chunk of buf in the
+// index of slabs, panics if there is none, and drops a reference. The
+// last reference to an unchained chunk it hands back to DecRef, whose hot
+// path takes it now that buf's slab is the last one looked up.
+func (a *Arena) decRefSlow(buf []byte) bool {
+	s, i := a.chunkOf(buf)
+	if s == nil {
+		a.foreignDecRef(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
 	}
-	off := uint32(p - s.base)
-	i := s.chunkIndex(off)
-	if i >= uint32(len(s.chunks)) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
-		a.badFrees.Add(1)
-		if checked.Enabled {
-			a.foreignFree("DecRef", p)
-		}
-		panic(msgForeign)
+	if ch := s.chunkAt(i); ch.refs == 1 && s.links == nil && !checked.Enabled {
+		return a.DecRef(buf) // a.last is s: this takes the hot path
 	}
-	ch := s.chunkAt(int32(i)) // i < len(s.chunks): checked above
-	if ch.refs != 1 || s.links != nil || checked.Enabled {
-		return a.decRef(s, int32(i))
+	return a.decRef(s, i)
+}
+
+// foreignDecRef panics for a DecRef of the buffer at p, in no chunk of the
+// arena, after counting it in Stats.BadFrees.
+//
+//go:noinline
+func (a *Arena) foreignDecRef(p uintptr) {
+	a.badFrees.Add(1)
+	if checked.Enabled {
+		a.foreignFree("DecRef", p)
 	}
-	// The last reference to an unchained chunk.
-	ch.refs = 0
-	ch.gen++
-	a.pushFree(s, ch, int32(i))
-	return true
+	panic(msgForeign)
 }
 
 func (a *Arena) decRef(s *slab, i int32) bool {
@@ -152,31 +137,31 @@ func (a *Arena) freeChunk(s *slab, i int32) {
 func (a *Arena) putChunk(s *slab, i int32) {
 	ch := &s.chunks[i]
 	ch.gen++
+	s.cl.frees++
+	s.cl.publish() // a chunk freed off the hot paths: publish exactly
 	if checked.Enabled {
-		s.cl.frees++
-		s.cl.publish()
-		a.checkFree(s, i) // and into quarantine
+		a.checkFree(s, i) // and into quarantine, which calls pushFree later
 		return
 	}
-	a.pushFree(s, ch, i)
-	s.cl.publish() // a chunk freed off the hot paths: publish exactly
+	if a.pushFree(s, ch, i) {
+		a.slabChanged(s.cl, s)
+	}
 }
 
-// pushFree puts chunk i of s (ch), free now, on its slab's free list and
-// keeps the slab's place in its class's list: the release build's end of
-// putChunk, and of DecRef's slow path (its hot path writes it out).
-func (a *Arena) pushFree(s *slab, ch *chunk, i int32) {
+// pushFree puts chunk i of s (ch), free now, on the slab's free list, and
+// reports whether the slab's place in its class's list must change, for
+// the caller to call slabChanged: the one free-list push of every free,
+// small enough to inline into DecRef. The caller counts the free.
+func (a *Arena) pushFree(s *slab, ch *chunk, i int32) (moved bool) {
 	ch.freeNext = s.freeHead
 	s.freeHead = i
-	cl := s.cl
-	cl.freed()
 	s.used--
-	switch {
-	case s.used == 0 && cl.tail == s && cl.idle < a.idleSlabs:
+	cl := s.cl
+	if s.used == 0 && cl.tail == s && cl.idle < a.idleSlabs {
 		cl.idle++ // empty, kept, and already last in its list
-	case s.used == 0 || s.used == cl.perSlab-1:
-		a.slabChanged(cl, s)
+		return false
 	}
+	return s.used == 0 || s.used == cl.perSlab-1
 }
 
 // slabChanged moves s, which just stopped being full or became empty, in

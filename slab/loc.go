@@ -77,20 +77,14 @@ func chunkBuf(s *slab, i int32, off, n uint32) []byte {
 // buffer outside the arena and "memkit/slab: use of a free chunk" for a
 // free chunk.
 func (a *Arena) BufToLoc(buf []byte) Loc {
-	s, i := a.find(buf)
+	s, i := a.mustLive(buf, "BufToLoc")
 	ch := &s.chunks[i]
-	if ch.refs <= 0 {
-		if checked.Enabled {
-			a.misuse("BufToLoc", checked.StaleHandle, s, i, "a buffer of a freed chunk")
-		}
-		panic(msgFreeChunk)
-	}
 	off := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - s.base - uintptr(i)*uintptr(s.size))
 	return Loc{slab: a.tag | (uint32(s.slot) + 1), chunk: uint32(i), gen: ch.gen, off: off, n: uint32(len(buf))}
 }
 
-// valid returns the slab of l, or nil if l is nil or stale.
-func (a *Arena) valid(l Loc) *slab {
+// liveLoc returns the slab of l, or nil if l is nil or stale.
+func (a *Arena) liveLoc(l Loc) *slab {
 	if l.slab&^slotMask != a.tag {
 		return nil
 	}
@@ -108,10 +102,16 @@ func (a *Arena) valid(l Loc) *slab {
 	return s
 }
 
-// resolve returns the slab and chunk of l, or panics if l is stale.
-func (a *Arena) resolve(l Loc) (*slab, int32) {
-	s := a.valid(l)
+// mustLiveLoc returns the slab and chunk of l, or panics with
+// "memkit/slab: stale handle" (a StaleHandle report of the calling method
+// in the checked build) if l is stale; isFree counts the panic in
+// Stats.BadFrees.
+func (a *Arena) mustLiveLoc(l Loc, isFree bool) (*slab, int32) {
+	s := a.liveLoc(l)
 	if s == nil {
+		if isFree {
+			a.badFrees.Add(1)
+		}
 		if checked.Enabled {
 			a.staleLoc(callerOp(1), l)
 		}
@@ -130,7 +130,7 @@ func (a *Arena) LocToBuf(l Loc) []byte {
 	if l.IsNil() {
 		return nil
 	}
-	s, i := a.resolve(l)
+	s, i := a.mustLiveLoc(l, false)
 	if uint64(l.off)+uint64(l.n) > uint64(s.chunks[i].size) {
 		panic(msgLocRange)
 	}
@@ -144,7 +144,7 @@ func (a *Arena) LocAddRef(l Loc) {
 	if l.IsNil() {
 		return
 	}
-	s, i := a.resolve(l)
+	s, i := a.mustLiveLoc(l, false)
 	a.addRef(&s.chunks[i], msgAddRefFree)
 }
 
@@ -158,13 +158,6 @@ func (a *Arena) LocDecRef(l Loc) bool {
 	if l.IsNil() {
 		return false
 	}
-	s := a.valid(l)
-	if s == nil {
-		a.badFrees.Add(1)
-		if checked.Enabled {
-			a.staleLoc("LocDecRef", l)
-		}
-		panic(msgStale)
-	}
-	return a.decRef(s, int32(l.chunk))
+	s, i := a.mustLiveLoc(l, true)
+	return a.decRef(s, i)
 }

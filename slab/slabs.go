@@ -233,8 +233,9 @@ func (a *Arena) unlist(cl *class, s *slab) {
 	s.prev, s.next, s.listed = nil, nil, false
 }
 
-// lookup returns the slab holding address p, or nil.
-func (a *Arena) lookup(p uintptr) *slab {
+// slabOf returns the slab holding address p, or nil, and makes it the
+// last one looked up.
+func (a *Arena) slabOf(p uintptr) *slab {
 	if s := a.last; s != nil && p-s.base < uintptr(a.slabSize) {
 		return s
 	}
@@ -262,28 +263,35 @@ func (a *Arena) setLast(s *slab) {
 	}
 }
 
-// locate returns the slab and chunk of buf, or nil if buf is not inside one
-// chunk of the arena.
-func (a *Arena) locate(buf []byte) (*slab, int32) {
+// chunkOf returns the slab and chunk of buf, or nil if buf is not inside
+// one chunk of the arena. It makes the slab the last one looked up.
+func (a *Arena) chunkOf(buf []byte) (*slab, int32) {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
 	if p == 0 {
 		return nil, 0
 	}
-	s := a.lookup(p)
+	s := a.slabOf(p)
 	if s == nil {
 		return nil, 0
 	}
 	off := uint32(p - s.base)
 	i := s.chunkIndex(off)
-	if int(i) >= len(s.chunks) || uint64(off-i*s.size)+uint64(cap(buf)) > uint64(s.size) {
+	if !s.holds(i, off, cap(buf)) {
 		return nil, 0
 	}
 	return s, int32(i)
 }
 
-// find is locate for methods that panic on a foreign buffer.
-func (a *Arena) find(buf []byte) (*slab, int32) {
-	s, i := a.locate(buf)
+// holds reports whether the n bytes at offset off of s lie inside chunk i,
+// the chunk whose index chunkIndex(off) gave: the bounds test of every
+// lookup of a buffer, small enough to inline.
+func (s *slab) holds(i, off uint32, n int) bool {
+	return i < uint32(len(s.chunks)) && uint64(off-i*s.size)+uint64(n) <= uint64(s.size)
+}
+
+// mustChunkOf is chunkOf for methods that panic on a foreign buffer.
+func (a *Arena) mustChunkOf(buf []byte) (*slab, int32) {
+	s, i := a.chunkOf(buf)
 	if s == nil {
 		panic(msgForeign)
 	}
@@ -294,14 +302,15 @@ func (a *Arena) find(buf []byte) (*slab, int32) {
 // currently allocated: a buffer returned by Alloc, LocToBuf or GetNext and
 // not yet freed, or a re-slice of one. It never panics.
 func (a *Arena) Owns(buf []byte) bool {
-	s, i := a.locate(buf)
+	s, i := a.chunkOf(buf)
 	return s != nil && s.chunks[i].refs > 0
 }
 
-// live returns the slab and chunk of buf, and panics unless buf is a live
-// buffer of the arena.
-func (a *Arena) live(buf []byte, op string) (*slab, int32) {
-	s, i := a.find(buf)
+// mustLive returns the slab and chunk of buf, and panics unless buf is a
+// live buffer of the arena: with "memkit/slab: use of a free chunk" (a
+// StaleHandle report of op in the checked build) for a freed one.
+func (a *Arena) mustLive(buf []byte, op string) (*slab, int32) {
+	s, i := a.mustChunkOf(buf)
 	if s.chunks[i].refs <= 0 {
 		if checked.Enabled {
 			a.misuse(op, checked.StaleHandle, s, i, "a buffer of a freed chunk")
