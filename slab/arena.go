@@ -143,23 +143,50 @@ const tabLimit = 64 << 10
 // more than 1024 classes).
 func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(size int) []byte, opts ...Option) (*Arena, error) {
 	cfg, err := configure(opts)
+	if err == nil {
+		err = cfg.check(startChunkSize, slabSize, growthFactor)
+	}
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case startChunkSize <= 0:
-		return nil, fmt.Errorf("memkit/slab: startChunkSize %d must be positive", startChunkSize)
-	case slabSize <= 0 || slabSize > MaxSlabSize:
-		return nil, fmt.Errorf("memkit/slab: slabSize %d must be between 1 and %d", slabSize, MaxSlabSize)
-	case startChunkSize > slabSize:
-		return nil, fmt.Errorf("memkit/slab: startChunkSize %d > slabSize %d", startChunkSize, slabSize)
-	case !(growthFactor > 1) || math.IsInf(growthFactor, 1):
-		return nil, fmt.Errorf("memkit/slab: growthFactor %v must be greater than 1", growthFactor)
-	case cfg.idleSlabs < 0:
-		return nil, fmt.Errorf("memkit/slab: IdleSlabs %d must be >= 0", cfg.idleSlabs)
-	case cfg.budget < 0:
-		return nil, fmt.Errorf("memkit/slab: Budget %d must be >= 0", cfg.budget)
+	sizes, err := classSizes(startChunkSize, slabSize, growthFactor)
+	if err != nil {
+		return nil, err
 	}
+	if malloc == nil {
+		malloc = func(n int) []byte { return make([]byte, n) }
+	}
+	a := &Arena{
+		classes:   make([]class, len(sizes)),
+		slabSize:  slabSize,
+		malloc:    malloc,
+		free:      cfg.free,
+		idleSlabs: cfg.idleSlabs,
+		bud:       cfg.bud,
+	}
+	if a.bud == nil {
+		a.bud = cfg.New()
+	}
+	if checked.Enabled {
+		a.chk = &arenaChecked{trk: cfg.trk}
+		if a.chk.trk == nil {
+			a.chk.trk = checked.NewTracker("slab")
+			checked.Register(a, a.chk.trk)
+		}
+	}
+	for i, sz := range sizes {
+		a.classes[i] = class{size: uint32(sz), perSlab: int32(slabSize / sz)}
+	}
+	a.tabMax = min(slabSize, tabLimit)
+	a.tab = classTable(sizes, a.tabMax)
+	return a, nil
+}
+
+// classSizes returns the chunk sizes of the classes NewArena's parameters
+// ask for, which check accepted: from startChunkSize up by growthFactor,
+// each a multiple of 8, and slabSize last. It returns an error if there
+// would be more than maxClasses.
+func classSizes(startChunkSize, slabSize int, growthFactor float64) ([]int, error) {
 	var sizes []int
 	for c := roundUp8(startChunkSize); c < slabSize; {
 		sizes = append(sizes, c)
@@ -173,41 +200,21 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 		}
 		c = roundUp8(max(int(next), c+1))
 	}
-	sizes = append(sizes, slabSize)
-	if malloc == nil {
-		malloc = func(n int) []byte { return make([]byte, n) }
-	}
-	a := &Arena{
-		classes:   make([]class, len(sizes)),
-		slabSize:  slabSize,
-		malloc:    malloc,
-		free:      cfg.free,
-		idleSlabs: cfg.idleSlabs,
-		bud:       cfg.bud,
-	}
-	if a.bud == nil {
-		a.bud = cfg.newBudget()
-	}
-	if checked.Enabled {
-		a.chk = &arenaChecked{trk: cfg.trk}
-		if a.chk.trk == nil {
-			a.chk.trk = checked.NewTracker("slab")
-			checked.Register(a, a.chk.trk)
-		}
-	}
-	for i, sz := range sizes {
-		a.classes[i] = class{size: uint32(sz), perSlab: int32(slabSize / sz)}
-	}
-	a.tabMax = min(slabSize, tabLimit)
-	a.tab = make([]uint16, (a.tabMax+7)>>3+1)
+	return append(sizes, slabSize), nil
+}
+
+// classTable returns the class lookup table of the class sizes for
+// requests up to tabMax bytes: the class of n at (n+7)>>3.
+func classTable(sizes []int, tabMax int) []uint16 {
+	tab := make([]uint16, (tabMax+7)>>3+1)
 	c := 0
-	for i := range a.tab {
-		for int(a.classes[c].size) < i<<3 && c < len(sizes)-1 {
+	for i := range tab {
+		for sizes[c] < i<<3 && c < len(sizes)-1 {
 			c++
 		}
-		a.tab[i] = uint16(c)
+		tab[i] = uint16(c)
 	}
-	return a, nil
+	return tab
 }
 
 func roundUp8(n int) int { return (n + 7) &^ 7 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/slab"
 )
 
@@ -60,8 +61,48 @@ func TestArena_BudgetRefusesASlabAndLeavesTheArenaUnchanged(t *testing.T) {
 	for _, b := range bufs[16:] {
 		a.DecRef(b)
 	}
-	if _, err := slab.NewArena(64, 1024, 2, nil, slab.WithBudget(-1)); err == nil || err.Error() != "memkit/slab: Budget -1 must be >= 0" {
-		t.Fatalf("NewArena with a negative budget: %v", err)
+}
+
+// The budget options follow memkit's one budget vocabulary: a budget of 0
+// is an error (leave the option out for no limit), and so is an alert that
+// could never fire.
+func TestBudget_BadOptionsAreErrors(t *testing.T) {
+	fn := func(int64, bool) {}
+	for _, c := range []struct {
+		opts []slab.Option
+		want string
+	}{
+		{[]slab.Option{slab.WithBudget(0)},
+			"memkit/slab: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{[]slab.Option{slab.WithBudget(-1)},
+			"memkit/slab: WithBudget(-1): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{[]slab.Option{slab.WithBudgetAlert(0, fn)},
+			"memkit/slab: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{[]slab.Option{slab.WithBudgetAlert(1024, nil)},
+			"memkit/slab: WithBudgetAlert(1024, nil): fn is nil; leave the option out for no alert"},
+		{[]slab.Option{slab.WithBudget(1024), slab.WithBudgetAlert(2048, fn)},
+			"memkit/slab: WithBudgetAlert(2048, fn): the threshold is above WithBudget(1024), so the alert could never fire"},
+	} {
+		if a, err := slab.NewArena(64, 1024, 2, nil, c.opts...); a != nil || err == nil || err.Error() != c.want {
+			t.Errorf("NewArena: %v; want %q", err, c.want)
+		}
+		if sh, err := slab.NewShared(64, 1024, 2, nil, c.opts...); sh != nil || err == nil || err.Error() != c.want {
+			t.Errorf("NewShared: %v; want %q", err, c.want)
+		}
+	}
+	// Within the rules, an alert at the budget itself is accepted.
+	mustArena(t, 64, 1024, 2, slab.WithBudget(2048), slab.WithBudgetAlert(2048, fn))
+}
+
+// slab's ErrBudget and ErrNoSpace are memkit's two budget error kinds:
+// errors.Is matches them with any package's error of the same kind.
+func TestBudget_ErrorsMatchTheSharedKinds(t *testing.T) {
+	if !errors.Is(slab.ErrBudget, budget.NewErrBudget("other", "x")) || errors.Is(slab.ErrBudget, slab.ErrNoSpace) ||
+		!errors.Is(slab.ErrNoSpace, budget.NewErrNoSpace("other", "x")) || errors.Is(slab.ErrNoSpace, slab.ErrBudget) {
+		t.Fatal("ErrBudget and ErrNoSpace do not match their kinds")
+	}
+	if slab.ErrBudget.Error() != "memkit/slab: byte budget exhausted" || slab.ErrNoSpace.Error() != "memkit/slab: malloc returned no slab" {
+		t.Fatalf("texts %q, %q", slab.ErrBudget, slab.ErrNoSpace)
 	}
 }
 

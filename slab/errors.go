@@ -1,19 +1,26 @@
 package slab
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/memkit/memkit/internal/budget"
+)
 
 // ErrTooLarge is returned by [Arena.TryAlloc] for a request larger than the
 // arena's largest chunk class (its slab size).
 var ErrTooLarge = errors.New("memkit/slab: request larger than the largest chunk class")
 
 // ErrNoSpace is returned by [Arena.TryAlloc] when the arena needs a new slab
-// and malloc returned none (nil, or fewer bytes than a slab).
-var ErrNoSpace = errors.New("memkit/slab: malloc returned no slab")
+// and malloc, the memory source given to [NewArena], returned none (nil, or
+// fewer bytes than a slab). errors.Is matches it with every memkit
+// package's ErrNoSpace: the memory source had nothing for the call.
+var ErrNoSpace error = budget.NewErrNoSpace("slab", "malloc returned no slab")
 
 // ErrBudget is returned by [Arena.TryAlloc] when the arena needs a new slab
 // and taking it would exceed the arena's [WithBudget] budget. The arena is
-// unchanged, except for Stats.Failures.
-var ErrBudget = errors.New("memkit/slab: byte budget exhausted")
+// unchanged, except for Stats.Failures. errors.Is matches it with every
+// memkit package's ErrBudget.
+var ErrBudget error = budget.NewErrBudget("slab", "byte budget exhausted")
 
 // Panic messages, exact, so that tests and callers can match them.
 const (

@@ -2,6 +2,7 @@ package slab
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
@@ -20,12 +21,11 @@ const DefaultIdleSlabs = 1
 const MaxSlabSize = 1 << 30
 
 type config struct {
+	budget.Options // WithBudget and WithBudgetAlert
+
 	idleSlabs int
 	free      func([]byte)
 	shards    int
-	budget    int64 // 0: none
-	alertAt   int64
-	alertFn   func(used int64, above bool)
 
 	// Set by NewShared for its shards, which share them.
 	bud *budget.Budget
@@ -42,6 +42,27 @@ func configure(opts []Option) (config, error) {
 		o(&cfg)
 	}
 	return cfg, nil
+}
+
+// check returns what is wrong with the parameters of NewArena and the
+// options, one case per mistake, or nil.
+func (cfg *config) check(startChunkSize, slabSize int, growthFactor float64) error {
+	switch {
+	case startChunkSize <= 0:
+		return fmt.Errorf("memkit/slab: startChunkSize %d must be positive", startChunkSize)
+	case slabSize <= 0 || slabSize > MaxSlabSize:
+		return fmt.Errorf("memkit/slab: slabSize %d must be between 1 and %d", slabSize, MaxSlabSize)
+	case startChunkSize > slabSize:
+		return fmt.Errorf("memkit/slab: startChunkSize %d > slabSize %d", startChunkSize, slabSize)
+	case !(growthFactor > 1) || math.IsInf(growthFactor, 1):
+		return fmt.Errorf("memkit/slab: growthFactor %v must be greater than 1", growthFactor)
+	case cfg.idleSlabs < 0:
+		return fmt.Errorf("memkit/slab: IdleSlabs %d must be >= 0", cfg.idleSlabs)
+	}
+	if err := cfg.Options.Check(); err != nil {
+		return fmt.Errorf("memkit/slab: %w", err)
+	}
+	return nil
 }
 
 // MaxShards is the largest number of shards [NewShared] accepts.
@@ -69,17 +90,18 @@ func WithIdleSlabs(n int) Option { return func(c *config) { c.idleSlabs = n } }
 // and left to the GC, which is right for memory from the Go heap.
 func WithFree(free func(slab []byte)) Option { return func(c *config) { c.free = free } }
 
-// WithBudget limits the memory the arena holds, its slabs, to n bytes (0,
-// the default, for no limit; NewArena and NewShared return an error for a
-// negative n). When a request needs a new slab and the slab would take the
-// arena past n, [Arena.Alloc] returns nil and [Arena.TryAlloc] returns
-// [ErrBudget], and the arena is unchanged except for Stats.Failures. The
-// budget counts whole slabs, so it is reached in steps of the slab size;
-// slabs that are released give their bytes back. The slabs of a [Shared]
-// count against one budget, shared by its shards: when the calling
-// goroutine's shard needs a slab the budget refuses, Alloc and TryAlloc
-// take a free chunk of another shard before they give up.
-func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
+// WithBudget limits the memory the arena holds, its slabs, to n bytes;
+// n must be > 0 (leave the option out for no limit): NewArena and
+// NewShared return an error otherwise. When a request needs a new slab and
+// the slab would take the arena past n, [Arena.Alloc] returns nil and
+// [Arena.TryAlloc] returns [ErrBudget], and the arena is unchanged except
+// for Stats.Failures. The budget counts whole slabs, so it is reached in
+// steps of the slab size; slabs that are released give their bytes back.
+// The slabs of a [Shared] count against one budget, shared by its shards:
+// when the calling goroutine's shard needs a slab the budget refuses,
+// Alloc and TryAlloc take a free chunk of another shard before they give
+// up.
+func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 
 // WithBudgetAlert calls fn with the bytes the arena holds (its slabs, as
 // Stats.ReservedBytes counts them) when they rise to threshold or more
@@ -89,19 +111,9 @@ func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
 // Alloc or DecRef of a chunk in a slab it holds, so it costs the hot path
 // nothing. fn runs on the goroutine that took or released the slab, while
 // the arena (or the shard of a [Shared]) is locked: it must be quick and
-// must not call back into the arena. A threshold <= 0 or a nil fn means no
-// alert.
+// must not call back into the arena. threshold must be > 0, fn must not be
+// nil, and with a budget the threshold must not be above it: NewArena and
+// NewShared return an error otherwise.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
-	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
-}
-
-// newBudget returns the budget cfg asks for, or nil for none.
-func (cfg *config) newBudget() *budget.Budget {
-	if cfg.budget == 0 && (cfg.alertAt <= 0 || cfg.alertFn == nil) {
-		return nil
-	}
-	if cfg.alertAt <= 0 {
-		return budget.New(cfg.budget, 0, nil)
-	}
-	return budget.New(cfg.budget, cfg.alertAt, cfg.alertFn)
+	return func(c *config) { c.SetAlert(threshold, fn) }
 }

@@ -89,6 +89,9 @@ func (s *arenaShard) unlock() { s.Lock.Unlock() }
 // same shard; they must not panic, which would leave a shard locked.
 func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(size int) []byte, opts ...Option) (*Shared, error) {
 	cfg, err := configure(opts)
+	if err == nil {
+		err = cfg.check(startChunkSize, slabSize, growthFactor)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +109,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	sh := &Shared{shards: make([]arenaShard, n), mask: uintptr(n - 1), slabSize: slabSize}
 	sh.index.Store(new([]slabOwner))
 	// The shards share one budget and, in the checked build, one tracker.
-	bud := cfg.newBudget()
+	bud := cfg.New()
 	if checked.Enabled {
 		sh.trk = checked.NewTracker("slab")
 		checked.Register(sh, sh.trk)
