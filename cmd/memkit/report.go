@@ -139,12 +139,8 @@ func writeTable(w io.Writer, e env, results []result) error {
 		fmt.Fprintf(bw, "  %-*s %12s %12s %10s %7s  %s\n", width, "impl", "ns/op", "B/op", "allocs/op", "ratio", "extra")
 		for ; i < len(results) && results[i].bench.workload == wl; i++ {
 			s := sums[i]
-			ratio := "-"
-			if s.ratio > 0 {
-				ratio = strconv.FormatFloat(s.ratio, 'f', 2, 64)
-			}
 			line := fmt.Sprintf("  %-*s %12s %12.0f %10.0f %7s  %s", width, results[i].bench.impl,
-				formatNs(s.ns), s.bytes, s.allocs, ratio, formatExtra(s.extra))
+				formatNs(s.ns), s.bytes, s.allocs, formatRatioColumn(s.ratio), formatExtra(s.extra))
 			fmt.Fprintln(bw, strings.TrimRight(line, " "))
 		}
 	}
@@ -160,6 +156,30 @@ func formatNs(ns float64) string {
 		return strconv.FormatFloat(ns, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(ns, 'f', 0, 64)
+}
+
+// formatRatioColumn prints the ratio column of the text and HTML tables:
+// ns/op divided by memkit's with two decimals, or "-" where memkit did not
+// run (ratio 0).
+func formatRatioColumn(ratio float64) string {
+	if ratio > 0 {
+		return strconv.FormatFloat(ratio, 'f', 2, 64)
+	}
+	return "-"
+}
+
+// formatCount prints B/op, allocs/op and the charts' value labels: as
+// formatNs does, less trailing zeros, so that 1 stays 1 and the
+// millionths of an alloc that a GC cycle spreads over a run print as 0.
+func formatCount(v float64) string {
+	s := formatNs(v)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		return "0"
+	}
+	return s
 }
 
 // formatExtra prints extra metrics as unit=value, sorted by unit; a unit
