@@ -6,6 +6,7 @@ import (
 
 	"github.com/memkit/memkit/grpcpool"
 	"github.com/memkit/memkit/grpcpool/grpctest"
+	"github.com/memkit/memkit/internal/race"
 	"github.com/memkit/memkit/stats"
 	"google.golang.org/grpc/mem"
 )
@@ -68,7 +69,7 @@ func BenchmarkRPCEqualHeap(b *testing.B) {
 // its peak after the growth stops and three GC cycles pass, and logs the
 // figures of gRPC's default pool beside it.
 func TestIssue8500_RetainedAfterIdle(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("moves about 600 MiB through gRPC")
 	}
 	for _, im := range impls(t) {

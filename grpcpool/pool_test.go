@@ -10,12 +10,14 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/grpcpool"
 	"github.com/memkit/memkit/grpcpool/grpctest"
+	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/race"
 	"github.com/memkit/memkit/stats"
 	"google.golang.org/grpc"
 )
 
 func TestPool_GetPutAllocatesNothing(t *testing.T) {
-	if checkedBuild || raceEnabled {
+	if checked.Enabled || race.Enabled {
 		t.Skip("the checked build records a stack per Get; the race detector makes sync.Pool drop headers")
 	}
 	p, _ := grpcpool.New()

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/memkit/memkit/internal/race"
 )
 
 func TestBufferWorkloadsRegistered(t *testing.T) {
@@ -73,7 +75,7 @@ func TestRun_BufferWorkloadsOfMemkitAllocateNothing(t *testing.T) {
 	}
 	for _, line := range strings.Split(out, "\n") {
 		// Under the race detector sync.Pool, under buffer.Get, drops Puts.
-		if !raceEnabled && strings.HasPrefix(line, "  memkit ") && !regexp.MustCompile(`^  memkit +\S+ +\d+ +0 `).MatchString(line) {
+		if !race.Enabled && strings.HasPrefix(line, "  memkit ") && !regexp.MustCompile(`^  memkit +\S+ +\d+ +0 `).MatchString(line) {
 			t.Errorf("memkit row allocates: %s", line)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // runCLI runs the command with args and returns its stdout.
@@ -53,7 +54,7 @@ func TestRun_Table(t *testing.T) {
 	if m == nil {
 		m = []string{"", "no row"}
 	}
-	if bytes, err := strconv.Atoi(m[1]); !raceEnabled && (err != nil || bytes >= 64) {
+	if bytes, err := strconv.Atoi(m[1]); !race.Enabled && (err != nil || bytes >= 64) {
 		t.Errorf("memkit row is not under 64 B/op, 0 allocs/op, ratio 1.00:\n%s", out)
 	}
 	if strings.Contains(out, "GetPutParallel") {

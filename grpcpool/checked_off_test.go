@@ -1,5 +1,0 @@
-//go:build !memkitdebug
-
-package grpcpool_test
-
-const checkedBuild = false

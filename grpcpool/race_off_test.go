@@ -1,5 +1,0 @@
-//go:build !race
-
-package grpcpool_test
-
-const raceEnabled = false
