@@ -174,3 +174,16 @@ func TestShared_BudgetIsSharedByTheShards(t *testing.T) {
 		t.Fatalf("after freeing all: %v, alert %+v", &s, al)
 	}
 }
+
+// The checked build's quarantine does not change what the budget allows:
+// chunks waiting in it are handed out before the budget refuses a slab.
+func TestArena_BudgetCountsNoQuarantine(t *testing.T) {
+	a := mustArena(t, 64, 1024, 2, slab.WithBudget(1024))
+	for range 1000 {
+		b := a.Alloc(64)
+		if b == nil {
+			t.Fatal("Alloc failed under the budget with chunks in quarantine")
+		}
+		a.DecRef(b)
+	}
+}

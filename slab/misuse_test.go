@@ -3,6 +3,7 @@ package slab_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -47,13 +48,50 @@ func newArena(t testing.TB) (*slab.Arena, func() error) {
 	return a, bystanders(a.Alloc, 6)
 }
 
-// panicWithLeaksError calls memkit.Leaks on src and panics with its error,
-// if any: the check a test makes at its end, made part of the mistake so
-// that the table can state what it reports.
-func panicWithLeaksError(src memkit.StatsSource) {
-	if _, err := memkit.Leaks(src); err != nil && !errors.Is(err, memkit.ErrNotChecked) {
-		panic(err)
+// caught records what a mistake panicked with, for a row's check of the
+// report beyond what RunMistakes checks.
+type caught struct{ v any }
+
+// wrap returns f, recording its panic in c and panicking again with it, so
+// that RunMistakes sees the same value.
+func (c *caught) wrap(f func()) func() {
+	return func() {
+		defer func() {
+			if r := recover(); r != nil {
+				c.v = r
+				panic(r)
+			}
+		}()
+		f()
 	}
+}
+
+// misuse checks, in the checked build, that the report names the chunk at
+// p of size bytes; it returns nil in a release build.
+func (c *caught) misuse(p uintptr, size int, detail string) error {
+	if !checked.Enabled {
+		return nil
+	}
+	m, _ := c.v.(*checked.Misuse)
+	switch {
+	case m == nil:
+		return fmt.Errorf("panic %v; want a *checked.Misuse", c.v)
+	case m.Addr != p || m.Size != size:
+		return fmt.Errorf("misuse at %#x (%d bytes); want %#x (%d bytes)", m.Addr, m.Size, p, size)
+	case !strings.Contains(m.Detail, detail):
+		return fmt.Errorf("detail %q; want it to contain %q", m.Detail, detail)
+	}
+	return nil
+}
+
+// all returns the first error of errs.
+func all(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mistakes is slab's misuse table: every mistake the README's safety table
@@ -66,7 +104,14 @@ var mistakes = []memtest.Mistake{
 			a, intact := newArena(t)
 			b := a.Alloc(100)
 			a.DecRef(b)
-			return func() { a.DecRef(b) }, intact
+			var c caught
+			return c.wrap(func() { a.DecRef(b) }), func() error {
+				slab.PublishStats(a)
+				if s := readStats(a); s.BadFrees != 1 || s.LiveObjects != 6 || s.Frees != 1 {
+					return fmt.Errorf("stats %v; want 1 bad free, 1 free, the 6 bystanders live", &s)
+				}
+				return all(c.misuse(addr(b), 100, ""), intact())
+			}
 		},
 	},
 	{
@@ -90,10 +135,12 @@ var mistakes = []memtest.Mistake{
 			c := a.Alloc(100) // b's chunk in a release build
 			memtest.Fill(c, 99)
 			return func() { a.DecRef(b) }, func() error {
-				if err := memtest.Verify(c, 99); err != nil {
-					return err
+				// The release build frees the new owner's chunk, as the
+				// row says; the checked build kept b's chunk from it.
+				if reused := addr(c) == addr(b); reused == checked.Enabled || a.Owns(c) == reused {
+					return fmt.Errorf("c reused b's chunk: %v, c still owned: %v", reused, a.Owns(c))
 				}
-				return intact()
+				return all(memtest.Verify(c, 99), intact())
 			}
 		},
 	},
@@ -193,10 +240,20 @@ var mistakes = []memtest.Mistake{
 			a, intact := newArena(t)
 			b := a.Alloc(100)
 			a.DecRef(b)
-			return func() {
-				b[7] = 1
-				panicWithLeaksError(a)
-			}, intact
+			var c caught
+			return c.wrap(func() {
+					b[7] = 1
+					memtest.PanicWithLeaksError(a)
+				}), func() error {
+					if checked.Enabled {
+						return all(c.misuse(addr(b), 100, "byte 7 "), intact())
+					}
+					// Unzeroed, as always: the next owner reads the write.
+					if n := a.Alloc(100); addr(n) != addr(b) || n[7] != 1 {
+						return fmt.Errorf("the chunk did not come back with the write")
+					}
+					return intact()
+				}
 		},
 	},
 	{
@@ -207,10 +264,19 @@ var mistakes = []memtest.Mistake{
 		Setup: func(t testing.TB) (func(), func() error) {
 			a, intact := newArena(t)
 			b := a.Alloc(100) // a 128-byte chunk
-			return func() {
-				unsafe.Slice(unsafe.SliceData(b), 128)[110] = 1
-				a.DecRef(b)
-			}, intact
+			if grown := append(b, 1); addr(grown) == addr(b) {
+				t.Fatal("append past the capacity stayed in the chunk")
+			}
+			var c caught
+			return c.wrap(func() {
+					unsafe.Slice(unsafe.SliceData(b), 128)[110] = 1
+					a.DecRef(b)
+				}), func() error {
+					if a.Owns(b) {
+						return fmt.Errorf("the chunk was not freed")
+					}
+					return all(c.misuse(addr(b), 100, "byte 10 past the end"), intact())
+				}
 		},
 	},
 }
@@ -222,9 +288,13 @@ var mistakes = []memtest.Mistake{
 func chainedTwice(a chainArena, head, next []byte, intact func() error) (func(), func() error) {
 	a.SetNext(head, next)
 	a.DecRef(next)
-	return func() { a.DecRef(next) }, func() error {
+	var c caught
+	return c.wrap(func() { a.DecRef(next) }), func() error {
 		if !a.Owns(next) {
 			return fmt.Errorf("the chain's reference was dropped")
+		}
+		if err := c.misuse(addr(next), 64, ""); err != nil {
+			return err
 		}
 		a.DecRef(head)
 		seen := map[uintptr]bool{}
@@ -245,4 +315,115 @@ func chainedTwice(a chainArena, head, next []byte, intact func() error) (func(),
 
 func TestMistakes(t *testing.T) {
 	memtest.RunMistakes(t, "slab", mistakes)
+}
+
+// In the checked build, every report of the table starts its stacks at
+// the code that made the allocation and the first free, outside slab.
+func TestMistakes_ReportsStartAtTheCaller(t *testing.T) {
+	if !checked.Enabled {
+		t.Skip("release build: no reports")
+	}
+	const caller = "\n\tgithub.com/memkit/memkit/slab_test."
+	for _, row := range mistakes {
+		if row.Kind == "" {
+			continue
+		}
+		t.Run(row.Name, func(t *testing.T) {
+			mistake, _ := row.Setup(t)
+			m, other := memtest.MisuseOf(mistake)
+			if m == nil {
+				t.Fatalf("panic %v; want a *checked.Misuse", other)
+			}
+			msg := m.Error()
+			if !m.Alloc.Empty() && !strings.Contains(msg, "allocated at:"+caller) {
+				t.Errorf("the allocation stack does not start in the test:\n%s", msg)
+			}
+			if !m.Free.Empty() && !strings.Contains(msg, "first freed at:"+caller) {
+				t.Errorf("the free stack does not start in the test:\n%s", msg)
+			}
+		})
+	}
+}
+
+// A re-sliced buffer names its chunk as well as the buffer itself: the
+// chunk is found from any address inside it, so a DecRef through buf[k:]
+// is no mistake in slab, and frees the right chunk.
+func TestMistakes_ResliceIsNoMistake(t *testing.T) {
+	a := mustArena(t, 64, 4096, 2)
+	b := a.Alloc(100)
+	a.AddRef(b)
+	if a.DecRef(b[1:]) || !a.DecRef(b[50:60]) || a.Owns(b) {
+		t.Fatal("DecRef of re-slices did not count on their chunk")
+	}
+	wantMisuse(t, panicDecRefFree, "DecRef", checked.DoubleFree, func() { a.DecRef(b[99:]) })
+}
+
+// The checked build reports a write after free no later than memkit.Leaks,
+// the check a test makes at its end, and again when the chunk leaves the
+// quarantine, in an Arena and a Shared alike.
+func TestMistakes_WriteAfterFreeReportedTwice(t *testing.T) {
+	if !checked.Enabled {
+		t.Skip("release build: not caught (see the table)")
+	}
+	for _, shared := range []bool{false, true} {
+		var a interface {
+			Alloc(n int) []byte
+			DecRef(buf []byte) bool
+			FlushQuarantine()
+			ReadStats(*memkit.Stats)
+		}
+		if shared {
+			a = mustShared(t, 64, 4096)
+		} else {
+			a = mustArena(t, 64, 4096, 2)
+		}
+		keep := a.Alloc(10)
+		b := a.Alloc(100)
+		a.DecRef(b)
+		b[7] = 1 // through the freed buffer
+		_, err := memkit.Leaks(a)
+		var m *memkit.Misuse
+		if !errors.As(err, &m) {
+			t.Fatalf("shared %v: Leaks = %v; want the write after free", shared, err)
+		}
+		memtest.CheckMisuse(t, m, "slab", "memkit.Leaks", checked.UseAfterFree, "TestMistakes_WriteAfterFreeReportedTwice", true)
+		if m.Addr != addr(b) || m.Size != 100 || !strings.Contains(m.Detail, "byte 7 ") {
+			t.Errorf("misuse at %#x (%d bytes), %q; want %#x, 100 bytes, byte 7", m.Addr, m.Size, m.Detail, addr(b))
+		}
+		m, _ = memtest.MisuseOf(a.FlushQuarantine)
+		memtest.CheckMisuse(t, m, "slab", "Alloc", checked.UseAfterFree, "TestMistakes_WriteAfterFreeReportedTwice", true)
+		a.DecRef(keep)
+	}
+}
+
+// memkit.Leaks lists the chunks allocated and not freed, with the stack of
+// each allocation, in the checked build; a release build says it cannot.
+func TestLeaks(t *testing.T) {
+	a := mustArena(t, 64, 4096, 2)
+	keep := a.Alloc(100)
+	a.DecRef(a.Alloc(10))
+	leaks, err := memkit.Leaks(a)
+	if !checked.Enabled {
+		if !errors.Is(err, memkit.ErrNotChecked) {
+			t.Fatalf("Leaks in a release build: %v; want ErrNotChecked", err)
+		}
+		return
+	}
+	if err != nil || len(leaks) != 1 {
+		t.Fatalf("Leaks = %v, %v; want one", leaks, err)
+	}
+	l := leaks[0]
+	if l.Allocator != "slab" || l.Addr != addr(keep) || l.Size != 100 || !strings.Contains(l.Stack, "slab_test.TestLeaks\n") {
+		t.Fatalf("leak %v", l)
+	}
+	a.DecRef(keep)
+	if leaks, _ := memkit.Leaks(a); len(leaks) != 0 {
+		t.Fatalf("leaks after the DecRef: %v", leaks)
+	}
+	sh := mustShared(t, 64, 4096)
+	b := sh.Alloc(64)
+	if leaks, err := memkit.Leaks(sh); err != nil || len(leaks) != 1 || !strings.Contains(leaks[0].Stack, "TestLeaks") {
+		t.Fatalf("Shared: Leaks = %v, %v", leaks, err)
+	}
+	sh.DecRef(b)
 }

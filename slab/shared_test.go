@@ -59,7 +59,12 @@ func TestShared_Misuse(t *testing.T) {
 	if !sh.DecRef(b) {
 		t.Fatal("DecRef of the only reference")
 	}
-	wantMisuse(t, "memkit/slab: DecRef of a free chunk", "DecRef", checked.DoubleFree, func() { sh.DecRef(b) })
+	if checked.Enabled { // the report names this test's Alloc and DecRef
+		m, _ := memtest.MisuseOf(func() { sh.DecRef(b) })
+		memtest.CheckMisuse(t, m, "slab", "DecRef", checked.DoubleFree, "TestShared_Misuse", true)
+	} else {
+		memtest.CheckPanic(t, "memkit/slab: DecRef of a free chunk", func() { sh.DecRef(b) })
+	}
 	wantMisuse(t, "memkit/slab: stale handle", "LocToBuf", checked.StaleHandle, func() { sh.LocToBuf(loc) })
 	wantMisuse(t, "memkit/slab: stale handle", "LocDecRef", checked.StaleHandle, func() { sh.LocDecRef(loc) })
 	foreign := make([]byte, 64)

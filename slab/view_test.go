@@ -26,51 +26,24 @@ type Person2 struct {
 	Age     int
 }
 
-type nested struct {
-	ID    int
-	Inner struct {
-		OK   [3]byte
-		Keys [2]struct{ K []int }
-	}
-}
-
-type withPtr struct {
-	N int
-	P *int
-}
-
 type withIface struct {
 	A [2]int
 	E error
 }
 
+// Which types hold pointers, and how the first one is named, is
+// internal/ptrfree's, tested there: here, that View, ViewSlice and
+// CheckPointerFree use it and speak as slab.
 func TestView_RefusesPointerfulTypes(t *testing.T) {
 	buf := make([]byte, 256)
 	const tail = ": Go pointers cannot live in slab memory"
 	memtest.CheckPanic(t, "memkit/slab: Person2.Name is a string"+tail, func() { slab.View[Person2](buf) })
-	memtest.CheckPanic(t, "memkit/slab: nested.Inner.Keys[0].K is a slice"+tail, func() { slab.View[nested](buf) })
-	memtest.CheckPanic(t, "memkit/slab: withPtr.P is a pointer"+tail, func() { slab.View[withPtr](buf) })
 	memtest.CheckPanic(t, "memkit/slab: withIface.E is an interface"+tail, func() { slab.ViewSlice[withIface](buf, 1) })
-	memtest.CheckPanic(t, "memkit/slab: *int is a pointer"+tail, func() { slab.View[*int](buf) })
-	memtest.CheckPanic(t, "memkit/slab: map[string]int is a map"+tail, func() { slab.View[map[string]int](buf) })
-	memtest.CheckPanic(t, "memkit/slab: chan int is a channel"+tail, func() { slab.View[chan int](buf) })
-	memtest.CheckPanic(t, "memkit/slab: func() is a func"+tail, func() { slab.View[func()](buf) })
-	memtest.CheckPanic(t, "memkit/slab: Pointer is an unsafe.Pointer"+tail, func() { slab.View[unsafe.Pointer](buf) })
-	memtest.CheckPanic(t, "memkit/slab: [2]string[0] is a string"+tail, func() { slab.View[[2]string](buf) })
-	// The verdict is cached: a second call panics the same way.
-	memtest.CheckPanic(t, "memkit/slab: Person2.Name is a string"+tail, func() { slab.View[Person2](buf) })
 	if err := slab.CheckPointerFree[Person2](); err == nil || err.Error() != "memkit/slab: Person2.Name is a string"+tail {
 		t.Fatalf("CheckPointerFree[Person2] = %v", err)
 	}
-	for name, err := range map[string]error{
-		"record":    slab.CheckPointerFree[record](),
-		"uintptr":   slab.CheckPointerFree[uintptr](),
-		"[0]string": slab.CheckPointerFree[[0]string](),
-		"complex":   slab.CheckPointerFree[complex128](),
-	} {
-		if err != nil {
-			t.Errorf("CheckPointerFree[%s] = %v; want nil", name, err)
-		}
+	if err := slab.CheckPointerFree[record](); err != nil {
+		t.Errorf("CheckPointerFree[record] = %v; want nil", err)
 	}
 }
 
