@@ -72,11 +72,11 @@ type Arena struct {
 	free      func([]byte)
 	idleSlabs int
 
-	slabs     []*slab  // by slot; nil for a free slot
-	slotGen   []uint32 // by slot: generation the next slab in the slot starts at
-	freeSlots []int32
-	index     []slabRef // live slabs by base address, for buffer lookup
-	last      *slab     // slab of the last buffer looked up or handed out
+	slabs    []*slab  // by slab number; nil for a free number
+	numGen   []uint32 // by slab number: the generation the next slab with it starts at
+	freeNums []int32
+	index    []slabRef // live slabs by base address, for buffer lookup
+	last     *slab     // slab of the last buffer looked up or handed out
 
 	// Published for ReadStats, which any goroutine may call: changed only
 	// on slow paths.
@@ -105,7 +105,7 @@ type Arena struct {
 type class struct {
 	size    uint32 // chunk size
 	perSlab int32  // chunks per slab
-	// Slabs with a free chunk, as a list of slots: slabs that became
+	// Slabs with a free chunk, as a list: slabs that became
 	// non-full go to the head, slabs that became empty to the tail, and
 	// Alloc takes from the head, so that empty slabs stay empty and can be
 	// released.

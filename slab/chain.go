@@ -244,7 +244,7 @@ func (a *Arena) freeChain(s *slab, i int32) {
 		if next.IsNil() {
 			return
 		}
-		if next.slab&^slotMask != a.tag {
+		if next.slab&^numMask != a.tag {
 			a.handoff = next // in another shard: the Shared releases it
 			return
 		}

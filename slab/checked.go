@@ -192,13 +192,13 @@ func foreignMisuse(trk *checked.Tracker, op string, p uintptr) *checked.Misuse {
 // of the chunk it named while they are known: until the chunk is handed
 // out again (the quarantine delays that) or its slab released.
 func (a *Arena) staleLoc(op string, l Loc) {
-	k := int(l.slab&slotMask) - 1
+	k := int(l.slab&numMask) - 1
 	var s *slab
-	if l.slab&^slotMask == a.tag && k >= 0 && k < len(a.slabs) {
+	if l.slab&^numMask == a.tag && k >= 0 && k < len(a.slabs) {
 		s = a.slabs[k]
 	}
 	switch {
-	case l.slab&^slotMask != a.tag:
+	case l.slab&^numMask != a.tag:
 		panic(report(a.chk.trk, op, checked.StaleHandle, 0, nil, false, "a Loc of another shard or arena"))
 	case s == nil || int(l.chunk) >= len(s.chunks):
 		panic(report(a.chk.trk, op, checked.StaleHandle, 0, nil, false, "the chunk's slab was released"))

@@ -27,7 +27,7 @@ import (
 // A Loc does not say which arena it belongs to; using it with another arena
 // than the one that made it is undetected misuse.
 type Loc struct {
-	slab  uint32 // slab slot + 1; 0 in the nil Loc
+	slab  uint32 // slab number + 1; 0 in the nil Loc
 	chunk uint32 // chunk index in the slab
 	gen   uint32 // generation of the chunk when the Loc was made
 	off   uint32 // start of the range, from the start of the chunk
@@ -58,11 +58,11 @@ func (l Loc) Slice(start, n int) Loc {
 	return l
 }
 
-// Loc.slab holds a slab slot + 1 in its low slotBits bits and, for a
+// Loc.slab holds a slab number + 1 in its low numBits bits and, for a
 // Shared arena, the shard in the bits above.
 const (
-	slotBits = 24
-	slotMask = 1<<slotBits - 1
+	numBits = 24
+	numMask = 1<<numBits - 1
 )
 
 // chunkBuf returns the bytes [off, off+n) of chunk i of s, with their
@@ -80,15 +80,15 @@ func (a *Arena) BufToLoc(buf []byte) Loc {
 	s, i := a.mustLive(buf, "BufToLoc")
 	ch := &s.chunks[i]
 	off := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - s.base - uintptr(i)*uintptr(s.size))
-	return Loc{slab: a.tag | (uint32(s.slot) + 1), chunk: uint32(i), gen: ch.gen, off: off, n: uint32(len(buf))}
+	return Loc{slab: a.tag | (uint32(s.num) + 1), chunk: uint32(i), gen: ch.gen, off: off, n: uint32(len(buf))}
 }
 
 // liveLoc returns the slab of l, or nil if l is nil or stale.
 func (a *Arena) liveLoc(l Loc) *slab {
-	if l.slab&^slotMask != a.tag {
+	if l.slab&^numMask != a.tag {
 		return nil
 	}
-	k := int(l.slab&slotMask) - 1
+	k := int(l.slab&numMask) - 1
 	if k < 0 || k >= len(a.slabs) {
 		return nil
 	}

@@ -134,7 +134,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		if err != nil {
 			return nil, err
 		}
-		a.tag = id << slotBits
+		a.tag = id << numBits
 		a.lastBase = &sh.shards[k].lastBase
 		if checked.Enabled {
 			a.chk.guard = &sh.shards[k].Lock
@@ -225,7 +225,7 @@ func (sh *Shared) lockBuf(buf []byte, isFree bool) *arenaShard {
 
 // lockLoc locks and returns the shard l names, or panics for a stale one.
 func (sh *Shared) lockLoc(l Loc) *arenaShard {
-	k := l.slab >> slotBits
+	k := l.slab >> numBits
 	if k >= uint32(len(sh.shards)) {
 		if checked.Enabled {
 			panic(sh.trk.Report(callerOp(1), checked.StaleHandle, 0, nil, "a Loc of no shard of this arena"))

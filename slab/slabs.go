@@ -23,7 +23,7 @@ type slab struct {
 	used       int32  // chunks in use
 	freeHead   int32  // first free chunk, -1 if none (besides fresh ones)
 	fresh      int32  // chunks from fresh on were never handed out
-	slot       int32
+	num        int32  // index in Arena.slabs, which a Loc names
 	gen0       uint32 // generation of a chunk never handed out
 	recip      uint64 // ^uint64(0)/size + 1: off/size is the high word of off*recip
 	shift      uint32 // log2(size) if size is a power of two, else 0
@@ -84,35 +84,35 @@ func (a *Arena) grow(c int) (*slab, error) {
 		return nil, ErrNoSpace
 	}
 	cl := &a.classes[c]
-	var slot int32
-	if k := len(a.freeSlots); k > 0 {
-		slot = a.freeSlots[k-1]
-		a.freeSlots = a.freeSlots[:k-1]
+	var num int32
+	if k := len(a.freeNums); k > 0 {
+		num = a.freeNums[k-1]
+		a.freeNums = a.freeNums[:k-1]
 	} else {
-		if len(a.slabs) >= slotMask {
+		if len(a.slabs) >= numMask {
 			if a.free != nil {
 				a.free(mem)
 			}
 			a.bud.Release(int64(a.slabSize))
-			return nil, ErrNoSpace // no slot number left for a Loc to name
+			return nil, ErrNoSpace // no slab number left for a Loc to name
 		}
-		slot = int32(len(a.slabs))
+		num = int32(len(a.slabs))
 		a.slabs = append(a.slabs, nil)
-		a.slotGen = append(a.slotGen, 0)
+		a.numGen = append(a.numGen, 0)
 	}
 	s := &slab{
 		mem:      mem,
 		base:     uintptr(unsafe.Pointer(unsafe.SliceData(mem))),
-		slot:     slot,
+		num:      num,
 		cl:       cl,
 		size:     cl.size,
 		freeHead: -1,
-		gen0:     a.slotGen[slot],
+		gen0:     a.numGen[num],
 		recip:    ^uint64(0)/uint64(cl.size) + 1,
 		shift:    pow2Shift(cl.size),
 		chunks:   newChunks(int(cl.perSlab), mem),
 	}
-	a.slabs[slot] = s
+	a.slabs[num] = s
 	i := sort.Search(len(a.index), func(i int) bool { return a.index[i].base > s.base })
 	a.index = append(a.index, slabRef{})
 	copy(a.index[i+1:], a.index[i:])
@@ -172,16 +172,16 @@ func (a *Arena) release(s *slab) {
 	cl.publish()
 	cl.pubSlabs.Store(uint64(cl.slabs))
 	cl.releases.Add(1)
-	// The next slab in this slot starts past every generation a Loc into
+	// The next slab with this number starts past every generation a Loc into
 	// this one may hold.
 	g := s.gen0
 	for i := range s.chunks[:s.fresh] {
 		g = max(g, s.chunks[i].gen)
 	}
-	a.slotGen[s.slot] = g + 1
-	a.slabs[s.slot] = nil
+	a.numGen[s.num] = g + 1
+	a.slabs[s.num] = nil
 	s.prev, s.next = nil, nil
-	a.freeSlots = append(a.freeSlots, s.slot)
+	a.freeNums = append(a.freeNums, s.num)
 	i := sort.Search(len(a.index), func(i int) bool { return a.index[i].base >= s.base })
 	copy(a.index[i:], a.index[i+1:])
 	a.index[len(a.index)-1] = slabRef{}
