@@ -2,6 +2,7 @@ package slab_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/memkit/memkit/internal/budget"
@@ -97,8 +98,10 @@ func TestBudget_BadOptionsAreErrors(t *testing.T) {
 // slab's ErrBudget and ErrNoSpace are memkit's two budget error kinds:
 // errors.Is matches them with any package's error of the same kind.
 func TestBudget_ErrorsMatchTheSharedKinds(t *testing.T) {
-	if !errors.Is(slab.ErrBudget, budget.NewErrBudget("other", "x")) || errors.Is(slab.ErrBudget, slab.ErrNoSpace) ||
-		!errors.Is(slab.ErrNoSpace, budget.NewErrNoSpace("other", "x")) || errors.Is(slab.ErrNoSpace, slab.ErrBudget) {
+	otherBudget := fmt.Errorf("wrapped: %w", budget.NewErrBudget("other", "x"))
+	otherNoSpace := fmt.Errorf("wrapped: %w", budget.NewErrNoSpace("other", "x"))
+	if !errors.Is(otherBudget, slab.ErrBudget) || errors.Is(otherBudget, slab.ErrNoSpace) ||
+		!errors.Is(otherNoSpace, slab.ErrNoSpace) || errors.Is(otherNoSpace, slab.ErrBudget) {
 		t.Fatal("ErrBudget and ErrNoSpace do not match their kinds")
 	}
 	if slab.ErrBudget.Error() != "memkit/slab: byte budget exhausted" || slab.ErrNoSpace.Error() != "memkit/slab: malloc returned no slab" {
