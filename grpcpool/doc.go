@@ -1,7 +1,10 @@
 // Package grpcpool plugs memkit's bytepool into gRPC: a
 // google.golang.org/grpc/mem.BufferPool whose buffers come from a
 // bytepool.Pool, for the buffers gRPC reads messages into and writes them
-// from.
+// from. Pick it for a gRPC server or client whose message buffers should
+// stop allocating and go back to the GC after a burst; for
+// httputil.ReverseProxy pick httppool, and for buffers in your own code use
+// bytepool directly.
 //
 //	p, _ := grpcpool.New()
 //	srv := grpc.NewServer(p.ServerOption())                 // experimental.BufferPool(p)

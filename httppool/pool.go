@@ -1,6 +1,9 @@
-// Package httppool is a net/http/httputil.BufferPool on bytepool, for
-// httputil.ReverseProxy: the proxy takes a copy buffer per request and
-// response body, and without a pool allocates 32 KiB each time.
+// Package httppool gives httputil.ReverseProxy its copy buffers from
+// memkit's bytepool: a net/http/httputil.BufferPool, for a proxy that
+// without a pool allocates 32 KiB per request and response body. Pick it
+// to set ReverseProxy.BufferPool; for gRPC's buffers pick grpcpool
+// (a mem.BufferPool), and for []byte buffers in your own code use
+// bytepool directly, or buffer for growable buffers.
 //
 //	p, _ := httppool.New()
 //	proxy := httputil.NewSingleHostReverseProxy(target)

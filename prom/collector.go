@@ -296,7 +296,7 @@ func (c *collector) collect(ch chan<- prometheus.Metric, s *source) {
 	if c.classes {
 		n += len(st.Classes) * len(classStats)
 	}
-	// One block for every metric of this allocator in this scrape. It is
+	// One allocation for every metric of this allocator in this scrape. It is
 	// not reused: a caller of Collect may keep the metrics it receives.
 	batch := make([]metric, n)
 	k := 0

@@ -1,5 +1,8 @@
 // Package prom exports the statistics of memkit allocators as Prometheus
-// metrics.
+// metrics. Pick it when Prometheus scrapes your program; without
+// Prometheus, the root package's debug page ([memkit.Handler]) and expvar
+// show the same statistics with no dependency. It is a module of its own,
+// so that only programs that import it link client_golang.
 //
 // memkit has one registry of allocators: [memkit.Publish]. The debug page
 // ([memkit.Handler]) and expvar show what is published there, and so does
@@ -71,7 +74,7 @@
 // ReadStats takes is the allocator's business, and memkit's allocators
 // take their shard or class locks one at a time, never all at once. The
 // label pairs of each class are built once and cached, and the metrics of
-// one allocator's Collect share one block: a Collect allocates once per
+// one allocator's Collect share one allocation: a Collect allocates once per
 // allocator, whatever the number of classes ([New] also lists the
 // published allocators, a few allocations per scrape). For an allocator with 64 classes a Collect takes
 // some 25–50 µs on a 2-core machine, a good part of it the 524 channel sends

@@ -1,7 +1,14 @@
 // Package slab is a drop-in replacement for github.com/funny/slab built on
 // memkit's [github.com/memkit/memkit/bytepool]: the same package name, the
-// Pool interface, NoPool and the four constructors with their parameters,
-// so that migrating is a change of import path:
+// Pool interface, NoPool and the four constructors with their parameters.
+// Pick it to move a funny/slab program to memkit without changing its code;
+// new code should use bytepool itself, which has the same two kinds of pool
+// as its Elastic and Bounded policies, a per-goroutine Cache and stats.
+// Despite the name it keeps from funny/slab, it hands out plain buffers,
+// without references: for go-slab's refcounted chunks see goslab, on
+// memkit's slab package.
+//
+// Migrating is a change of import path:
 //
 //	import "github.com/funny/slab"                          // before
 //	import slab "github.com/memkit/memkit/compat/funnyslab" // after
@@ -12,8 +19,9 @@
 // # What each pool is now
 //
 // NewAtomPool, NewChanPool and NewLockPool reserve, as funny/slab did, a page
-// of pageSize bytes per size class up front and carve the chunks of that
-// class out of it; when a class's page is used up, Alloc falls back to make.
+// of pageSize bytes per size class up front and carve that class's buffers
+// (funny/slab's chunks) out of it; when a class's page is used up, Alloc
+// falls back to make.
 // All three are now one implementation, a Bounded [bytepool.Pool]: sharded
 // free lists, one uncontended compare-and-swap and a bit flip per Alloc or
 // Free, no allocation; the three locking schemes are gone.
@@ -32,8 +40,8 @@
 //     taken by classes as they need it: a busy class may use the pages idle
 //     classes would have had, so make is needed later than in funny/slab, and
 //     never before the region is used up.
-//   - A second Free of an Atom, Chan or Lock pool's chunk panics with
-//     "memkit/bytepool: double free" instead of handing the chunk to two
+//   - A second Free of an Atom, Chan or Lock pool's buffer panics with
+//     "memkit/bytepool: double free" instead of handing the buffer to two
 //     users; a second Free of a Sync pool's buffer panics while the buffer is
 //     still idle. A buffer the pool did not hand out, or one re-sliced past its
 //     start, is dropped (counted in Stats.BadFrees), never filed into a class.

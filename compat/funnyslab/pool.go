@@ -60,7 +60,7 @@ type LockPool struct{ pool }
 // NewSyncPool.
 type SyncPool struct{ pool }
 
-// NewAtomPool returns a pool of chunks from minSize to maxSize bytes, each
+// NewAtomPool returns a pool of buffers from minSize to maxSize bytes, each
 // class growing by factor, with a page of pageSize bytes reserved per class.
 func NewAtomPool(minSize, maxSize, factor, pageSize int) *AtomPool {
 	return &AtomPool{newPool("NewAtomPool", minSize, maxSize, factor, pageSize)}

@@ -3,7 +3,14 @@
 // [extent.Allocator] and [buffer.Slice]/[buffer.Reader]: the same package
 // name and the names its users call — NewScalableMemoryAllocator with Malloc,
 // Free, FreeRest, Borrow, Read, Recycle and Trim; Memory; MemoryReader;
-// RecyclableMemory — so that migrating is a change of import path:
+// RecyclableMemory. Pick it to move a gomem program to memkit without
+// changing its code; new code should use extent (or extent.Shared across
+// goroutines) for exact-size ranges and buffer's Slice and Reader for the
+// multi-buffer view, or buddy where power-of-two sizes in one fixed region
+// suit better than extent's growing blocks. The other drop-in packages are
+// goslab, funnyslab and vikibytepool.
+//
+// Migrating is a change of import path:
 //
 //	import "github.com/langhuihui/gomem"                 // before
 //	import "github.com/memkit/memkit/compat/gomem"       // after

@@ -1,7 +1,13 @@
 // Package slab is a drop-in replacement for github.com/steveyen/go-slab (and
 // its couchbase/go-slab fork) built on memkit's [github.com/memkit/memkit/slab]:
-// the same package name, functions, methods and results, so that migrating a
-// go-slab program is a change of import path:
+// the same package name, functions, methods and results. Pick it to move a
+// go-slab program to memkit without changing its code; new code should use
+// memkit's slab package itself, which adds TryAlloc, Shared, typed views and
+// stats. Its neighbours do the same for other libraries: funnyslab
+// (funny/slab, on bytepool), vikibytepool (Viki's bytepool, on buffer) and
+// gomem (langhuihui/gomem, on extent and buffer).
+//
+// Migrating is a change of import path:
 //
 //	import "github.com/steveyen/go-slab"             // before
 //	import slab "github.com/memkit/memkit/compat/goslab" // after

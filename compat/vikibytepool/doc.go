@@ -2,8 +2,14 @@
 // (karlseguin/bytepool v1 as Viki forked it) built on memkit's
 // [buffer.FixedPool] and [buffer.JSON]: the same package name, New, Checkout,
 // Item with every method (Position, TrimLastIf, Full, Drained, Raw, Read
-// with Viki's io.EOF, ...), NewJson and JsonItem with its writers, so that
-// migrating is a change of import path:
+// with Viki's io.EOF, ...), NewJson and JsonItem with its writers. Pick it
+// to move a Viki bytepool program to memkit without changing its code; new
+// code should use buffer itself (FixedPool for a fixed count of items,
+// Pool and Buffer otherwise). Despite the name it keeps from Viki's, it is
+// not memkit's bytepool, the size-class []byte pool under buffer; the
+// other drop-in packages are goslab, funnyslab and gomem.
+//
+// Migrating is a change of import path:
 //
 //	import "github.com/viki-org/bytepool"                         // before
 //	import bytepool "github.com/memkit/memkit/compat/vikibytepool" // after
