@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/internal/budget"
 )
 
 type alertCall struct {
@@ -12,12 +13,12 @@ type alertCall struct {
 	above bool
 }
 
-// WithMaxTotal is the budget; WithBudgetAlert watches the bytes reserved,
+// WithBudget is the budget; WithBudgetAlert watches the bytes reserved,
 // heap fallbacks included, and fires once up and once down.
 func TestAllocator_BudgetAlert(t *testing.T) {
 	var calls []alertCall
 	alert := extent.WithBudgetAlert(8192, func(used int64, above bool) { calls = append(calls, alertCall{used, above}) })
-	a := mustNew(t, extent.WithBlockSize(4096), extent.WithMaxTotal(8192), alert)
+	a := mustNew(t, extent.WithBlockSize(4096), extent.WithBudget(8192), alert)
 	n := 4096 - extent.GuardTail // a block each
 	x := a.Malloc(n)
 	if len(calls) != 0 {
@@ -30,7 +31,7 @@ func TestAllocator_BudgetAlert(t *testing.T) {
 	// At the budget: TryMalloc fails with nothing changed, Malloc falls
 	// back to the heap, counted, and the alert stays up.
 	before := readStats(a)
-	if _, err := a.TryMalloc(n); !errors.Is(err, extent.ErrNoSpace) {
+	if _, err := a.TryMalloc(n); !errors.Is(err, extent.ErrBudget) {
 		t.Fatalf("TryMalloc at the budget: %v", err)
 	}
 	if after := readStats(a); after.ReservedBytes != before.ReservedBytes || after.Failures != before.Failures+1 || after.Allocs != before.Allocs {
@@ -51,9 +52,52 @@ func TestAllocator_BudgetAlert(t *testing.T) {
 	if len(calls) != 2 || calls[1] != (alertCall{4096, false}) {
 		t.Fatalf("calls %v; want one down after Trim", calls)
 	}
-	if _, err := extent.New(extent.WithBudgetAlert(0, func(int64, bool) {})); err == nil ||
-		err.Error() != "memkit/extent: BudgetAlert threshold 0 must be > 0" {
-		t.Fatalf("New with threshold 0: %v", err)
+}
+
+// The budget options follow the rules every package shares, with extent's
+// prefix; an alert above the budget could never fire.
+func TestNew_BudgetRules(t *testing.T) {
+	fn := func(int64, bool) {}
+	for _, tc := range []struct {
+		opts []extent.Option
+		want string
+	}{
+		{[]extent.Option{extent.WithBudget(0)}, "memkit/extent: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{[]extent.Option{extent.WithBudgetAlert(0, fn)}, "memkit/extent: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{[]extent.Option{extent.WithBudgetAlert(64, nil)}, "memkit/extent: WithBudgetAlert(64, nil): fn is nil; leave the option out for no alert"},
+		{[]extent.Option{extent.WithBudget(1 << 20), extent.WithBudgetAlert(2<<20, fn)}, "memkit/extent: WithBudgetAlert(2097152, fn): the threshold is above WithBudget(1048576), so the alert could never fire"},
+	} {
+		a, err := extent.New(tc.opts...)
+		if a != nil || err == nil || err.Error() != tc.want {
+			t.Errorf("New = %v, %v; want nil, %q", a, err, tc.want)
+		}
+		if s, err := extent.NewShared(tc.opts...); s != nil || err == nil || err.Error() != tc.want {
+			t.Errorf("NewShared = %v, %v; want nil, %q", s, err, tc.want)
+		}
+	}
+}
+
+// The old names keep working: WithMaxTotal(0) is no limit, WithMaxTotal(n)
+// is WithBudget(n), and ErrNoSpace is ErrBudget, a budget error of the
+// shared kind, not the fixed-region kind.
+func TestDeprecatedBudgetNames(t *testing.T) {
+	a := mustNew(t, extent.WithBlockSize(4096), extent.WithMaxTotal(0))
+	for range 4 {
+		if _, err := a.TryMalloc(4000); err != nil {
+			t.Fatalf("WithMaxTotal(0) limited the allocator: %v", err)
+		}
+	}
+	a = mustNew(t, extent.WithBlockSize(4096), extent.WithMaxTotal(4096))
+	a.Malloc(4000)
+	_, err := a.TryMalloc(4000)
+	if err != extent.ErrBudget || extent.ErrNoSpace != extent.ErrBudget {
+		t.Fatalf("TryMalloc past WithMaxTotal: %v; want ErrBudget, the same value as ErrNoSpace", err)
+	}
+	if err.Error() != "memkit/extent: no free range fits and a new block would pass the WithBudget limit" {
+		t.Fatalf("ErrBudget says %q", err)
+	}
+	if !errors.Is(err, budget.NewErrBudget("x", "")) || errors.Is(err, budget.NewErrNoSpace("x", "")) {
+		t.Fatalf("ErrBudget is not of the budget kind only")
 	}
 }
 

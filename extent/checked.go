@@ -2,7 +2,6 @@ package extent
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/sysmem"
@@ -72,8 +71,6 @@ func newDebugState() *debugState {
 // recorded stack starts at the code that called into the package.
 const pkgPath = "github.com/memkit/memkit/extent"
 
-func sliceAddr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
-
 func misuse(op, kind string, addr uintptr, rec *checked.Record, detail string) *checked.Misuse {
 	return checked.Report("extent", op, kind, addr, rec, detail)
 }
@@ -103,25 +100,19 @@ func (a *Allocator) mallocChecked(op string, n int, fallback bool) ([]byte, erro
 		return a.mallocEmpty(n), nil
 	}
 	if !sysmem.Available(uint64(n)) {
-		return nil, a.tooLarge(n, fallback)
+		a.refuse(op, n, fallback)
+		return nil, tryMallocErr(n)
 	}
 	g := n + guardTail
 	if g < n {
 		g = n // no room for a guard: the request cannot be served anyway
 	}
-	var b []byte
-	x := a.t.fit(uintptr(g))
-	if x == 0 && a.releaseHeld(op) {
-		x = a.t.fit(uintptr(g)) // the quarantine's ranges are free now
+	if a.t.fit(uintptr(g)) == 0 {
+		a.releaseHeld(op) // the quarantine's ranges may fit
 	}
-	if x != 0 {
-		a.allocs++
-		b = a.take(x, g)
-	} else {
-		var err error
-		if b, err = a.mallocSlow(g, fallback); err != nil {
-			return nil, err
-		}
+	b := a.fitOrGrow(g, fallback)
+	if b == nil {
+		return nil, tryMallocErr(g)
 	}
 	d := a.dbg
 	d.verifyPoison(op, b)
@@ -155,7 +146,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 	p := sliceAddr(b)
 	e := p + uintptr(len(b))
 	id := a.blockOf(p, e)
-	if id < 0 || e < p {
+	if id < 0 {
 		a.badFree()
 		panic(d.badRange(a, op, p, e, p))
 	}
@@ -235,10 +226,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 	// Hold the range back from reuse; Hold poisons it. Its bytes count as
 	// free in the stats meanwhile.
 	a.free += uint64(end - p)
-	d.tr.Hold(op, first, blk.mem[p-blk.base:end-blk.base], func() {
-		a.free -= uint64(end - p) // freeRange counts them again
-		a.freeRange(p, end, id)
-	})
+	d.tr.Hold(op, first, blk.mem[p-blk.base:end-blk.base], func() { a.merge(span{nil, p, end, id}) })
 }
 
 // releaseHeld gives back every range of the quarantine, checking each for
@@ -287,24 +275,12 @@ func (d *debugState) badRange(a *Allocator, op string, p, e, cur uintptr) *check
 	return misuse(op, checked.ForeignFree, p, nil, "the memory was never handed out"+at)
 }
 
-// borrowChunks returns the chunks Borrow holds.
-func (a *Allocator) borrowChunks() [][]byte {
-	out := append([][]byte(nil), a.bOld...)
-	if a.bChunk != nil {
-		out = append(out, a.bChunk)
-	}
-	return out
-}
-
 // borrowChecked is Borrow in the checked build: the bytes must still be
 // poison, and the Borrow is recorded so that a write after Recycle is
 // reported with its stack.
 func (a *Allocator) borrowChecked(n int) []byte {
-	var b []byte
-	if off := a.bOff; uint(n) <= uint(len(a.bChunk)-off) {
-		a.bOff = off + n
-		b = a.bChunk[off : off+n : off+n]
-	} else {
+	b, ok := a.bump(n)
+	if !ok {
 		b = a.borrowSlow(n)
 	}
 	if n > 0 {
@@ -318,13 +294,7 @@ func (a *Allocator) borrowChecked(n int) []byte {
 // chunkChecked takes a Borrow chunk of n bytes in the checked build: no
 // guard and no segment, as Borrow memory is never freed by the caller.
 func (a *Allocator) chunkChecked(n int) []byte {
-	var b []byte
-	if x := a.t.fit(uintptr(n)); x != 0 {
-		a.allocs++
-		b = a.take(x, n)
-	} else {
-		b, _ = a.mallocSlow(n, true)
-	}
+	b := a.fitOrGrow(n, true)
 	a.dbg.verifyPoison("Borrow", b)
 	return b
 }

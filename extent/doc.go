@@ -97,15 +97,17 @@
 //
 // # Budget
 //
-// [WithMaxTotal] is the allocator's byte budget: the bytes of all its
-// blocks together. At the budget, when no free range fits a request,
-// Malloc serves it from the Go heap (a block of its own, counted in
-// Stats.HeapFallbacks, outside the budget, dropped as soon as it is all
-// free) and TryMalloc returns [ErrNoSpace], leaving the allocator
-// unchanged but for Stats.Failures. [WithBudgetAlert] calls a function when
-// the bytes reserved cross a threshold, up and down, for load shedding; it
-// is evaluated only when a block is reserved or given back, so Malloc and
-// Free served from the free ranges pay nothing for it.
+// [WithBudget] is the allocator's byte budget, as in every memkit package:
+// here the bytes of all its blocks together. At the budget, when no free
+// range fits a request, Malloc serves it from the Go heap (a block of its
+// own, counted in Stats.HeapFallbacks, outside the budget, dropped as soon
+// as it is all free) and TryMalloc returns [ErrBudget], leaving the
+// allocator unchanged but for Stats.Failures. [WithBudgetAlert] calls a
+// function when the bytes reserved cross a threshold, up and down, for
+// load shedding; it is evaluated only when a block is reserved or given
+// back, so Malloc and Free served from the free ranges pay nothing for it.
+// (WithMaxTotal and ErrNoSpace are the deprecated old names of WithBudget
+// and ErrBudget.)
 //
 // # Misuse
 //
@@ -130,7 +132,7 @@
 // Sizes the system cannot provide (more than the Go runtime serves, or
 // more than the kernel would map now; see internal/sysmem) panic in Malloc
 // and Borrow with "memkit/extent: Malloc of n bytes: more than the system
-// can provide" and make TryMalloc return an error wrapping [ErrNoSpace],
+// can provide" and make TryMalloc return an error wrapping [ErrBudget],
 // rather than let make end the process.
 //
 // # Statistics

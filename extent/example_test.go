@@ -38,7 +38,7 @@ func Example() {
 func ExampleNew() {
 	a, err := extent.New(
 		extent.WithBlockSize(4<<20),
-		extent.WithMaxTotal(64<<20),
+		extent.WithBudget(64<<20),
 		extent.WithOffHeap(), // blocks from mmap, invisible to the GC
 	)
 	if err != nil {
@@ -89,10 +89,10 @@ func ExampleAllocator_Borrow() {
 }
 
 func ExampleAllocator_TryMalloc() {
-	a, _ := extent.New(extent.WithBlockSize(4096), extent.WithMaxTotal(4096))
+	a, _ := extent.New(extent.WithBlockSize(4096), extent.WithBudget(4096))
 	b, _ := a.TryMalloc(4000)
 	_, err := a.TryMalloc(200)
-	fmt.Println(errors.Is(err, extent.ErrNoSpace))
+	fmt.Println(errors.Is(err, extent.ErrBudget))
 	c := a.Malloc(200) // Malloc falls back to the heap instead
 	var s memkit.Stats
 	a.PublishStats() // figures as of now, for ReadStats on any goroutine
@@ -185,12 +185,12 @@ func ExampleRecyclable() {
 	// in use 0
 }
 
-// WithMaxTotal is the budget; WithBudgetAlert reports when the memory held
+// WithBudget is the budget; WithBudgetAlert reports when the memory held
 // crosses a threshold, for load shedding.
 func ExampleWithBudgetAlert() {
 	a, _ := extent.New(
 		extent.WithBlockSize(64<<10),
-		extent.WithMaxTotal(256<<10),
+		extent.WithBudget(256<<10),
 		extent.WithBudgetAlert(128<<10, func(used int64, above bool) {
 			fmt.Println("reserved", memkit.FormatBytes(uint64(used)), "above", above)
 		}),

@@ -6,13 +6,7 @@ import "github.com/memkit/memkit/internal/checked"
 
 // BorrowChunks returns the chunks Borrow holds: the current one and those
 // filled since the last Recycle.
-func (a *Allocator) BorrowChunks() [][]byte {
-	out := append([][]byte(nil), a.bOld...)
-	if a.bChunk != nil {
-		out = append(out, a.bChunk)
-	}
-	return out
-}
+func (a *Allocator) BorrowChunks() [][]byte { return a.borrowChunks() }
 
 // FreeRanges merges the front cache (and the checked build's quarantine)
 // into the index and reports the number of free ranges.

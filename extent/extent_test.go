@@ -84,11 +84,15 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 	}{
 		{extent.WithBlockSize(10), "memkit/extent: BlockSize 10 must be between 64 and 1GiB"},
 		{extent.WithGrowth(0.5), "memkit/extent: Growth 0.5 must be between 1 and 16"},
-		{extent.WithMaxTotal(-1), "memkit/extent: MaxTotal -1 must be >= 0 (0: no limit)"},
-		{extent.WithMaxTotal(1000), "memkit/extent: MaxTotal 1000 < BlockSize 1048576"},
+		{extent.WithBudget(0), "memkit/extent: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{extent.WithBudget(-1), "memkit/extent: WithBudget(-1): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{extent.WithMaxTotal(-1), "memkit/extent: WithBudget(-1): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{extent.WithBudget(1000), "memkit/extent: WithBudget(1000) is less than BlockSize 1048576: raise the budget or lower WithBlockSize"},
+		{extent.WithMaxTotal(1000), "memkit/extent: WithBudget(1000) is less than BlockSize 1048576: raise the budget or lower WithBlockSize"},
 		{extent.WithBorrowChunk(2 << 20), "memkit/extent: BorrowChunk 2097152 must be between 64 and BlockSize 1048576"},
-		{extent.WithBudgetAlert(0, func(int64, bool) {}), "memkit/extent: BudgetAlert threshold 0 must be > 0"},
-		{extent.WithBudgetAlert(-1, func(int64, bool) {}), "memkit/extent: BudgetAlert threshold -1 must be > 0"},
+		{extent.WithBudgetAlert(0, func(int64, bool) {}), "memkit/extent: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{extent.WithBudgetAlert(-1, func(int64, bool) {}), "memkit/extent: WithBudgetAlert(-1, fn): the threshold must be > 0 bytes"},
+		{extent.WithBudgetAlert(1, nil), "memkit/extent: WithBudgetAlert(1, nil): fn is nil; leave the option out for no alert"},
 		{nil, "memkit/extent: option 1 of 1 is nil"},
 	} {
 		a, err := extent.New(tc.opt)
@@ -116,8 +120,8 @@ func TestAllocator_MoreThanTheSystemCanProvide(t *testing.T) {
 			memtest.CheckPanic(t, fmt.Sprintf("memkit/extent: Malloc of %d bytes: more than the system can provide", n), func() { a.Malloc(n) })
 			memtest.CheckPanic(t, fmt.Sprintf("memkit/extent: Borrow of %d bytes: more than the system can provide", n), func() { a.Borrow(n) })
 			b, err := a.TryMalloc(n)
-			if b != nil || !errors.Is(err, extent.ErrNoSpace) || !strings.Contains(err.Error(), "more than the system can provide") {
-				t.Fatalf("TryMalloc(%d) = %d bytes, %v; want ErrNoSpace, more than the system can provide", n, len(b), err)
+			if b != nil || !errors.Is(err, extent.ErrBudget) || !strings.Contains(err.Error(), "more than the system can provide") {
+				t.Fatalf("TryMalloc(%d) = %d bytes, %v; want ErrBudget, more than the system can provide", n, len(b), err)
 			}
 		}
 		if err := memtest.Verify(keep, 1); err != nil {
@@ -306,14 +310,14 @@ func TestAllocator_FindsAnyFitBeforeGrowing(t *testing.T) {
 	}
 }
 
-func TestAllocator_MaxTotalFallsBackToHeap(t *testing.T) {
+func TestAllocator_BudgetFallsBackToHeap(t *testing.T) {
 	forEachSource(t, func(t *testing.T, opts ...extent.Option) {
-		a := mustNew(t, append(opts, extent.WithBlockSize(4096), extent.WithMaxTotal(8192))...)
+		a := mustNew(t, append(opts, extent.WithBlockSize(4096), extent.WithBudget(8192))...)
 		defer a.Close()
 		x, y := a.Malloc(4096-extent.GuardTail), a.Malloc(4096-extent.GuardTail)
 		before := readStats(a)
-		if b, err := a.TryMalloc(1); b != nil || !errors.Is(err, extent.ErrNoSpace) {
-			t.Fatalf("TryMalloc past MaxTotal = %d bytes, %v", len(b), err)
+		if b, err := a.TryMalloc(1); b != nil || !errors.Is(err, extent.ErrBudget) {
+			t.Fatalf("TryMalloc past the budget = %d bytes, %v", len(b), err)
 		}
 		after := readStats(a)
 		if after.Failures != before.Failures+1 || after.ReservedBytes != 8192 || after.Allocs != before.Allocs {
@@ -612,10 +616,10 @@ func TestAllocator_FreeSpanningAllocations(t *testing.T) {
 	}
 }
 
-// Heap fallbacks do not count against MaxTotal: once blocks are freed and
+// Heap fallbacks do not count against the budget: once blocks are freed and
 // trimmed, the budget is available again even while a fallback is live.
 func TestAllocator_FallbackOutsideBudget(t *testing.T) {
-	a := mustNew(t, extent.WithBlockSize(4096), extent.WithMaxTotal(4096))
+	a := mustNew(t, extent.WithBlockSize(4096), extent.WithBudget(4096))
 	x := a.Malloc(4096 - extent.GuardTail)
 	f := a.Malloc(4096 - extent.GuardTail) // fallback
 	a.Free(x)

@@ -34,7 +34,7 @@ func FuzzAllocator(f *testing.F) {
 		cfg := ops.Byte()
 		opts := []extent.Option{extent.WithBlockSize(4096 << (cfg % 3)), extent.WithBorrowChunk(1024)}
 		if cfg&4 != 0 {
-			opts = append(opts, extent.WithMaxTotal(16<<10))
+			opts = append(opts, extent.WithBudget(16<<10))
 		}
 		if cfg&8 != 0 {
 			opts = append(opts, extent.WithGrowth(2))
@@ -96,7 +96,7 @@ func FuzzAllocator(f *testing.F) {
 				n := size()
 				b, err := a.TryMalloc(n)
 				if err != nil {
-					if !errors.Is(err, extent.ErrNoSpace) {
+					if !errors.Is(err, extent.ErrBudget) {
 						t.Fatal(err)
 					}
 					fails++

@@ -1,9 +1,9 @@
 package extent
 
 import (
-	"errors"
-	"fmt"
 	"math"
+
+	"github.com/memkit/memkit/internal/budget"
 )
 
 // Option configures an [Allocator] built by [New] or [NewShared].
@@ -13,7 +13,10 @@ type Option func(*config)
 const (
 	DefaultBlockSize = 1 << 20
 	DefaultGrowth    = 1.0
-	DefaultMaxTotal  = 0 // no limit
+	// DefaultMaxTotal is the default budget: none.
+	//
+	// Deprecated: leave [WithBudget] out for no budget.
+	DefaultMaxTotal = 0
 	// DefaultBorrowChunk is the size of the chunks Borrow carves from.
 	DefaultBorrowChunk = 64 << 10
 )
@@ -23,42 +26,46 @@ const (
 const maxBlock = 1 << 30
 
 type config struct {
-	blockSize   int
-	growth      float64
-	maxTotal    int64
-	borrowChunk int
-	offHeap     bool
-	alertAt     int64
-	alertFn     func(used int64, above bool)
+	budget.Options // WithBudget, WithBudgetAlert
+	blockSize      int
+	growth         float64
+	borrowChunk    int // 0: min(DefaultBorrowChunk, blockSize)
+	offHeap        bool
 }
 
-func defaultConfig() config {
-	return config{
-		blockSize: DefaultBlockSize,
-		growth:    DefaultGrowth,
-		maxTotal:  DefaultMaxTotal,
+// newConfig applies opts over the defaults and returns the configuration,
+// or an error naming the first invalid option: the package's one table of
+// option checks.
+func newConfig(opts []Option) (config, error) {
+	c := config{blockSize: DefaultBlockSize, growth: DefaultGrowth}
+	nilAt := 0
+	for i, o := range opts {
+		if o == nil {
+			nilAt = i + 1
+			break
+		}
+		o(&c)
 	}
-}
-
-func (c *config) check() error {
 	if c.borrowChunk == 0 {
 		c.borrowChunk = min(DefaultBorrowChunk, c.blockSize)
 	}
+	budgetErr := c.Options.Check()
+	limit := c.Limit()
 	switch {
+	case nilAt > 0:
+		return c, errorf("option %d of %d is nil", nilAt, len(opts))
 	case c.blockSize < 64 || c.blockSize > maxBlock:
-		return errorf("BlockSize %d must be between 64 and 1GiB", c.blockSize)
+		return c, errorf("BlockSize %d must be between 64 and 1GiB", c.blockSize)
 	case math.IsNaN(c.growth) || c.growth < 1 || c.growth > 16:
-		return errorf("Growth %v must be between 1 and 16", c.growth)
-	case c.maxTotal < 0:
-		return errorf("MaxTotal %d must be >= 0 (0: no limit)", c.maxTotal)
-	case c.maxTotal != 0 && c.maxTotal < int64(c.blockSize):
-		return errorf("MaxTotal %d < BlockSize %d", c.maxTotal, c.blockSize)
-	case c.alertFn != nil && c.alertAt <= 0:
-		return errorf("BudgetAlert threshold %d must be > 0", c.alertAt)
+		return c, errorf("Growth %v must be between 1 and 16", c.growth)
+	case budgetErr != nil:
+		return c, errorf("%w", budgetErr)
+	case limit != 0 && limit < int64(c.blockSize):
+		return c, errorf("WithBudget(%d) is less than BlockSize %d: raise the budget or lower WithBlockSize", limit, c.blockSize)
 	case c.borrowChunk < 64 || c.borrowChunk > c.blockSize:
-		return errorf("BorrowChunk %d must be between 64 and BlockSize %d", c.borrowChunk, c.blockSize)
+		return c, errorf("BorrowChunk %d must be between 64 and BlockSize %d", c.borrowChunk, c.blockSize)
 	}
-	return nil
+	return c, nil
 }
 
 // WithBlockSize sets the size of the blocks the allocator reserves and
@@ -72,26 +79,41 @@ func WithBlockSize(n int) Option { return func(c *config) { c.blockSize = n } }
 // without a known bound.
 func WithGrowth(f float64) Option { return func(c *config) { c.growth = f } }
 
-// WithMaxTotal is the allocator's byte budget: it bounds the bytes of all
-// blocks together (default 0: no limit). At the budget, a request that no
-// free range fits is served by Malloc from the Go heap, in a block of its
+// WithBudget is the allocator's byte budget: it bounds the bytes of all its
+// blocks together (Stats.ReservedBytes less the heap fallbacks). n must be
+// > 0, and at least BlockSize; leave the option out for no limit (the
+// default). The budget is evaluated when a block is reserved, never on a
+// Malloc or Free served from the free ranges. At the budget, a request that
+// no free range fits is served by Malloc from the Go heap, in a block of its
 // own that is counted in Stats.HeapFallbacks and outside the budget, and
-// TryMalloc returns [ErrNoSpace], leaving the allocator unchanged but for
+// TryMalloc returns [ErrBudget], leaving the allocator unchanged but for
 // Stats.Failures.
-func WithMaxTotal(n int64) Option { return func(c *config) { c.maxTotal = n } }
+func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
+
+// WithMaxTotal is the old name of [WithBudget], but that WithMaxTotal(0)
+// still means no limit.
+//
+// Deprecated: use WithBudget, and leave it out for no limit.
+func WithMaxTotal(n int64) Option {
+	if n == 0 {
+		return func(*config) {}
+	}
+	return WithBudget(n)
+}
 
 // WithBudgetAlert calls fn when the bytes the allocator holds — all its
 // blocks, heap fallbacks included: Stats.ReservedBytes — rise to threshold
 // or more (above true), and again when they fall back below it (above
-// false), for load shedding. threshold must be > 0. The bytes change only
-// when a block is reserved or given back (a new block, a heap fallback,
-// Trim, Close), so fn runs on that slow path, never on a Malloc or Free
-// served from the free ranges, and costs those nothing. fn runs on the
-// goroutine that crossed the threshold, inside the allocator's call (under
-// the lock of a [Shared]): it must be quick and must not call the
-// allocator. A nil fn means no alert.
+// false), for load shedding. threshold must be > 0 (and with [WithBudget],
+// at most the budget) and fn non-nil; leave the option out for no alert.
+// The bytes change only when a block is reserved or given back (a new
+// block, a heap fallback, Trim, Close), so the alert is evaluated there,
+// never on a Malloc or Free served from the free ranges, and costs those
+// nothing. fn runs on the goroutine that crossed the threshold, inside the
+// allocator's call (under the lock of a [Shared]): it must be quick and
+// must not call the allocator.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
-	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+	return func(c *config) { c.SetAlert(threshold, fn) }
 }
 
 // WithBorrowChunk sets the size of the chunks [Allocator.Borrow] bumps
@@ -103,12 +125,3 @@ func WithBorrowChunk(n int) Option { return func(c *config) { c.borrowChunk = n 
 // instead of the Go heap: the GC neither scans nor counts them, and Trim and
 // Close unmap them. Never store Go pointers in them.
 func WithOffHeap() Option { return func(c *config) { c.offHeap = true } }
-
-// ErrNoSpace is returned by [Allocator.TryMalloc] when a request does not fit
-// in the free ranges and a new block would pass MaxTotal. The allocator is
-// left unchanged but for Stats.Failures.
-var ErrNoSpace = errors.New("memkit/extent: no space within MaxTotal")
-
-// errTooLarge is what TryMalloc wraps when the system cannot provide a
-// request at all: it is ErrNoSpace too, the budget being the machine's.
-var errTooLarge = fmt.Errorf("more than the system can provide: %w", ErrNoSpace)

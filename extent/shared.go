@@ -26,7 +26,7 @@ import (
 // another shard (a free from another goroutine) costs a lock and a block
 // search per shard tried. There are shard.PerP(2, 2) shards, each reserving
 // its own blocks, so a Shared may hold up to that many partly used blocks
-// more than one Allocator would. With [WithMaxTotal] or [WithBudgetAlert],
+// more than one Allocator would. With [WithBudget] or [WithBudgetAlert],
 // and in the checked build, a Shared keeps one shard, so that the budget,
 // the alert and the tracker see every block.
 //
@@ -57,7 +57,7 @@ func NewShared(opts ...Option) (*Shared, error) {
 		return nil, err
 	}
 	n := shard.PerP(2, 2)
-	if checked.Enabled || a.cfg.maxTotal != 0 || a.alert != nil {
+	if checked.Enabled || a.cfg.Any() {
 		n = 1
 	}
 	s := &Shared{shards: make([]sharedShard, n), mask: uintptr(n - 1)}

@@ -110,6 +110,14 @@ func (t *tree) around(p uintptr) (pred, succ int32) {
 	return pred, succ
 }
 
+// aroundRange is around(p), and whether [p, e) overlaps a free range:
+// the one before p ending past p, or the one after it starting before e.
+// Free's and freeRange's double-free check.
+func (t *tree) aroundRange(p, e uintptr) (pred, succ int32, overlap bool) {
+	pred, succ = t.around(p)
+	return pred, succ, pred != 0 && t.nodes[pred].end > p || succ != 0 && t.nodes[succ].start < e
+}
+
 // lowest returns the start of the lowest-addressed range, or the largest
 // uintptr if there is none.
 func (t *tree) lowest() uintptr {

@@ -1,0 +1,38 @@
+package extent
+
+import (
+	"fmt"
+
+	"github.com/memkit/memkit/internal/budget"
+)
+
+// ErrBudget is returned by [Allocator.TryMalloc] when a request does not fit
+// in the free ranges and a new block would pass the budget set with
+// [WithBudget]. The allocator is left unchanged but for Stats.Failures.
+// errors.Is matches it with the ErrBudget of every memkit package.
+var ErrBudget error = budget.NewErrBudget("extent", "no free range fits and a new block would pass the WithBudget limit")
+
+// ErrNoSpace is the old name of [ErrBudget], and the same value: what
+// TryMalloc returns past the budget (which was called MaxTotal). It is not
+// the ErrNoSpace of the packages with a fixed region (buddy): errors.Is
+// does not match it with theirs.
+//
+// Deprecated: use ErrBudget.
+var ErrNoSpace = ErrBudget
+
+// errTooLarge is what TryMalloc wraps when the system cannot provide a
+// request at all: it is ErrBudget too, the budget being the machine's.
+var errTooLarge = fmt.Errorf("more than the system can provide: %w", ErrBudget)
+
+// The release build's panics.
+const (
+	errNegative   = "memkit/extent: negative size"
+	errDoubleFree = "memkit/extent: double free"
+	errForeign    = "memkit/extent: foreign memory"
+	errKeep       = "memkit/extent: FreeRest keep out of range"
+	// errTooLargeFmt is the panic of a Malloc or Borrow of more bytes than
+	// the system can provide (see internal/sysmem), with the call and n.
+	errTooLargeFmt = "memkit/extent: %s of %d bytes: more than the system can provide"
+)
+
+func errorf(format string, args ...any) error { return fmt.Errorf("memkit/extent: "+format, args...) }
