@@ -5,8 +5,8 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
-	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/offheap"
 )
 
@@ -92,35 +92,11 @@ const (
 // bookkeeping on the Go heap; see internal/sysmem), and when an off-heap
 // mapping is refused.
 func New(size, minBlock int, opts ...Option) (*Allocator, error) {
-	var cfg config
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("memkit/buddy: option %d of %d is nil", i+1, len(opts))
-		}
-		o(&cfg)
-	}
-	if minBlock < 8 || minBlock&(minBlock-1) != 0 {
-		return nil, fmt.Errorf("memkit/buddy: minBlock %d must be a power of two >= 8", minBlock)
-	}
-	if size < minBlock || size&(size-1) != 0 {
-		return nil, fmt.Errorf("memkit/buddy: size %d must be a power of two >= minBlock %d", size, minBlock)
-	}
-	if size/minBlock > 1<<30 {
-		return nil, fmt.Errorf("memkit/buddy: size %d / minBlock %d is more than 2^30 blocks", size, minBlock)
-	}
-	if cfg.alertFn != nil && (cfg.alertAt <= 0 || cfg.alertAt > int64(size)) {
-		return nil, fmt.Errorf("memkit/buddy: BudgetAlert threshold %d must be between 1 and size %d", cfg.alertAt, size)
+	cfg, err := newConfig(size, minBlock, opts)
+	if err != nil {
+		return nil, err
 	}
 	n := size / minBlock
-	// The bookkeeping, and the region unless it is off the heap, come from
-	// make, which ends the process when the system refuses: ask first.
-	need := uint64(n) * bookkeeping
-	if !cfg.offHeap {
-		need += uint64(size)
-	}
-	if !sysmem.Available(need) {
-		return nil, fmt.Errorf("memkit/buddy: size %d with minBlock %d needs %d bytes of the Go heap, more than the system can provide: use a smaller size or a larger minBlock", size, minBlock, need)
-	}
 	mem, err := regionAlloc(size, cfg.offHeap)
 	if err != nil {
 		return nil, fmt.Errorf("memkit/buddy: region of %d bytes: %w", size, err)
@@ -143,8 +119,8 @@ func New(size, minBlock int, opts ...Option) (*Allocator, error) {
 		a.orders[k].head = -1
 	}
 	a.push(0, top)
-	if cfg.alertFn != nil {
-		a.alert = &alert{threshold: cfg.alertAt, fn: cfg.alertFn}
+	if cfg.HasAlert() {
+		a.alert = &alert{edge: budget.NewEdge(cfg.Alert())}
 	}
 	if checked.Enabled {
 		checked.Fill(mem, checked.PoisonByte)
@@ -236,7 +212,7 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 	if a.alert != nil {
 		// A return of its own: with one return after the if, the
 		// compiler keeps b on the stack across the call on every path.
-		a.alert.charge(int64(cap(b)))
+		a.alert.add(int64(cap(b)))
 		return b, nil
 	}
 	return b, nil
@@ -323,8 +299,13 @@ func (a *Allocator) Free(b []byte) {
 	if o.frees%checkEvery == 0 {
 		a.maybePublish(k, o.frees)
 	}
+	a.alertFree(k)
+}
+
+// alertFree counts a block of order k given back, with WithBudgetAlert.
+func (a *Allocator) alertFree(k int) {
 	if a.alert != nil {
-		a.alert.release(int64(a.minBlock) << uint(k))
+		a.alert.add(-(int64(a.minBlock) << uint(k)))
 	}
 }
 
@@ -385,7 +366,7 @@ func (a *Allocator) Close() error {
 	a.closed = true
 	a.nonEmpty = 0
 	if a.alert != nil {
-		a.alert.release(a.alert.used)
+		a.alert.add(-a.alert.used)
 	}
 	if checked.Enabled {
 		a.tr.Flush("Close")

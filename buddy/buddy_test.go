@@ -106,16 +106,20 @@ func TestNew_MoreThanTheSystemCanProvide(t *testing.T) {
 	}
 }
 
-// TestNew_NilOptionAndAlertThreshold: a nil option and an alert threshold
-// <= 0 are errors naming them (issue 13, case 10).
+// TestNew_NilOptionAndAlertThreshold: a nil option, an alert threshold <= 0
+// or above the region, and a nil alert function are errors naming them
+// (issue 13, case 10); the budget rules are every package's.
 func TestNew_NilOptionAndAlertThreshold(t *testing.T) {
+	fn := func(int64, bool) {}
 	for _, tc := range []struct {
 		opt  buddy.Option
 		want string
 	}{
 		{nil, "memkit/buddy: option 1 of 1 is nil"},
-		{buddy.WithBudgetAlert(0, func(int64, bool) {}), "memkit/buddy: BudgetAlert threshold 0 must be between 1 and size 4096"},
-		{buddy.WithBudgetAlert(-5, func(int64, bool) {}), "memkit/buddy: BudgetAlert threshold -5 must be between 1 and size 4096"},
+		{buddy.WithBudgetAlert(0, fn), "memkit/buddy: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{buddy.WithBudgetAlert(-5, fn), "memkit/buddy: WithBudgetAlert(-5, fn): the threshold must be > 0 bytes"},
+		{buddy.WithBudgetAlert(64, nil), "memkit/buddy: WithBudgetAlert(64, nil): fn is nil; leave the option out for no alert"},
+		{buddy.WithBudgetAlert(8192, fn), "memkit/buddy: WithBudgetAlert(8192, fn): the threshold is above the region's size 4096, so the alert could never fire"},
 	} {
 		if a, err := buddy.New(4096, 64, tc.opt); a != nil || err == nil || err.Error() != tc.want {
 			t.Errorf("New = %v, %v; want nil, %q", a, err, tc.want)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/memkit/memkit/buddy"
+	"github.com/memkit/memkit/internal/budget"
 )
 
 type alertCall struct {
@@ -42,10 +43,18 @@ func TestAllocator_BudgetAlert(t *testing.T) {
 	if len(calls) != 2 {
 		t.Fatalf("calls %v", calls)
 	}
-	for _, thr := range []int64{0, 8192} {
-		if _, err := buddy.New(4096, 64, buddy.WithBudgetAlert(thr, func(int64, bool) {})); err == nil {
-			t.Fatalf("threshold %d accepted", thr)
-		}
+}
+
+// ErrNoSpace is of the fixed-region kind every package's ErrNoSpace shares,
+// not a budget error.
+func TestErrNoSpace_Kind(t *testing.T) {
+	a := mustNew(t, 4096, 64)
+	_, err := a.Alloc(8192)
+	if err != buddy.ErrNoSpace || err.Error() != "memkit/buddy: no free block large enough" {
+		t.Fatalf("Alloc past the region: %v", err)
+	}
+	if !errors.Is(err, budget.NewErrNoSpace("x", "")) || errors.Is(err, budget.NewErrBudget("x", "")) {
+		t.Fatal("ErrNoSpace is not of the no-space kind only")
 	}
 }
 

@@ -120,9 +120,7 @@ func (a *Allocator) freeChecked(b []byte) {
 	if o.frees%checkEvery == 0 {
 		a.maybePublish(k, o.frees)
 	}
-	if a.alert != nil {
-		a.alert.release(int64(a.minBlock) << uint(k))
-	}
+	a.alertFree(k)
 	size := a.minBlock << uint(k)
 	a.tr.Hold("Free", a.tr.Freed(p), a.blockAt(p, size), func() { a.put(i, k) })
 }

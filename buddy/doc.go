@@ -1,5 +1,16 @@
-// Package buddy is a binary buddy allocator over one fixed region of
-// memory, on the Go heap or off it.
+// Package buddy is a binary buddy allocator over one region of memory,
+// reserved once at a fixed size on the Go heap or off it: for a hard bound
+// on the memory a component uses, with power-of-two blocks freed whole and
+// merged back with their buddies, so that the region does not fragment
+// into pieces no request fits. Pick extent instead for memory that grows
+// as needed (up to an optional budget), exact sizes (buddy rounds up to a
+// power of two, losing up to half a block) or partial frees; bytepool for buffers whose sizes
+// repeat, from the Go heap without a fixed bound; slab for chunks held by
+// reference count or handle.
+//
+// "Block" has buddy's own sense here, fixed by the names [Allocator.MinBlock]
+// and [Allocator.BlockSize]: a power-of-two piece of the region, not the
+// memory an allocator reserves as it grows (extent's blocks).
 //
 //	a, _ := buddy.New(64<<20, 64) // a 64 MiB region, blocks from 64 B
 //	b, err := a.Alloc(3000)       // len 3000, cap 4096: a power of two
@@ -72,13 +83,16 @@
 //
 // # Budget
 //
-// The region's size is the allocator's budget, fixed at [New]: an Alloc
-// that no free block can serve, even after merging, returns [ErrNoSpace]
-// and leaves the allocator unchanged but for Stats.Failures; there is no
-// heap fallback. [WithBudgetAlert] calls a function when the bytes handed
-// out cross a threshold, up and down, for load shedding. They change on
-// every Alloc and Free, so the alert costs those a plain add and compare
-// (the Allocator is used by one goroutine at a time: no atomic), and
+// The region's size is the allocator's budget, fixed at [New], so buddy
+// has no WithBudget: an Alloc that no free block can serve, even after
+// merging, returns [ErrNoSpace] (the memory source, the region, has nothing
+// for the call; errors.Is matches every memkit package's ErrNoSpace) and
+// leaves the allocator unchanged but for Stats.Failures; there is no heap
+// fallback. [WithBudgetAlert] calls a function when the bytes handed out
+// cross a threshold, up and down, for load shedding; its threshold must be
+// > 0 and at most the region's size. The bytes change on every Alloc and
+// Free, so the alert is evaluated there, at the cost of a plain add and an
+// edge test (the Allocator is used by one goroutine at a time), and costs
 // nothing without the option but a nil check.
 //
 // # Checked build
