@@ -1,7 +1,14 @@
-// Package extent is an exact-size range allocator: it hands out pieces of
-// large blocks at exactly the size asked for, and takes back any sub-slice
-// of them, the successor of gomem's ScalableMemoryAllocator (from the
-// Monibuca streaming server).
+// Package extent is an exact-size range allocator: it carves byte ranges
+// at exactly the size asked for from large blocks it reserves as it grows,
+// and takes back any sub-slice of them (a partial free), for buffers whose
+// sizes do not repeat (media frames, packets, records) and for parts of one
+// buffer released at different times. Pick bytepool instead when sizes
+// repeat and a buffer has one owner: its Get and Put cost less, for the
+// rounding up to a class that extent avoids; slab for chunks that several
+// owners hold by reference count or by handle; buddy for a region fixed at
+// its size, which never grows and frees whole blocks only. extent is the
+// successor of gomem's ScalableMemoryAllocator (from the Monibuca streaming
+// server).
 //
 //	a, _ := extent.New()
 //	frame := a.Malloc(1500)        // len and cap 1500, from a 1 MiB block
