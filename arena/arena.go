@@ -45,10 +45,10 @@ type Arena struct {
 	cache [cacheSize]cacheEntry
 	objs  uintptr // objects handed out since the last Reset
 
-	ns    slot    // the chunks of every pointer-free type
-	zero  slot    // zero-size objects: all at &zeroBase
-	slots []*slot // ns and one slot per pointerful type
-	byKey map[unsafe.Pointer]*slot
+	ns    lane    // the chunks of every pointer-free type
+	zero  lane    // zero-size objects: all at &zeroBase
+	lanes []*lane // ns and one lane per pointerful type
+	byKey map[unsafe.Pointer]*lane
 
 	core
 	pool   *Pool
@@ -61,7 +61,7 @@ const cacheSize = 16
 
 type cacheEntry struct {
 	key unsafe.Pointer // typeKey of the element type
-	s   *slot
+	s   *lane
 }
 
 // cacheIndex maps a type key to its cache entry, by Fibonacci hashing.
@@ -73,7 +73,7 @@ func cacheIndex(k unsafe.Pointer) uintptr {
 // option is out of range.
 func NewArena(opts ...Option) *Arena {
 	a := &Arena{}
-	a.init(buildConfig(opts))
+	a.init(newConfig(opts))
 	return a
 }
 
@@ -81,8 +81,8 @@ func (a *Arena) init(cfg config) {
 	a.cfg = cfg
 	a.inited = true
 	a.ns.init(noscanInfo, cfg.chunk)
-	a.zero = slot{base: unsafe.Pointer(&zeroBase), info: noscanInfo}
-	a.slots = append(a.slots[:0], &a.ns)
+	a.zero = lane{base: unsafe.Pointer(&zeroBase), info: noscanInfo}
+	a.lanes = append(a.lanes[:0], &a.ns)
 	if (cfg.account != nil || cfg.alert != nil) && a.acct == nil {
 		a.acct = newAccount(a, cfg.account, nil, cfg.alert)
 	}
@@ -247,7 +247,7 @@ func allocMore[T any](a *Arena, n int, fallback bool) (*T, error) {
 	}
 	s := a.lookup(k)
 	if s == nil {
-		s = a.addSlot(k, infoFor[T]())
+		s = a.addLane(k, infoFor[T]())
 	}
 	nb := size * uintptr(n)
 	if nb == 0 {
@@ -268,9 +268,9 @@ func allocMore[T any](a *Arena, n int, fallback bool) (*T, error) {
 	return unsafe.SliceData(make([]T, n)), nil
 }
 
-// lookup returns the slot of the type with key k, or nil if the arena
+// lookup returns the lane of the type with key k, or nil if the arena
 // has none, and caches it.
-func (a *Arena) lookup(k unsafe.Pointer) *slot {
+func (a *Arena) lookup(k unsafe.Pointer) *lane {
 	e := &a.cache[cacheIndex(k)]
 	if e.key == k {
 		return e.s
@@ -282,21 +282,21 @@ func (a *Arena) lookup(k unsafe.Pointer) *slot {
 	return s
 }
 
-// addSlot makes the type with key k and info ti known to the arena.
-func (a *Arena) addSlot(k unsafe.Pointer, ti *typeInfo) *slot {
-	var s *slot
+// addLane makes the type with key k and info ti known to the arena.
+func (a *Arena) addLane(k unsafe.Pointer, ti *typeInfo) *lane {
+	var s *lane
 	switch {
 	case ti.size == 0:
 		s = &a.zero
 	case !ti.ptrs:
 		s = &a.ns
 	default:
-		s = new(slot)
+		s = new(lane)
 		s.init(ti, a.cfg.chunk)
-		a.slots = append(a.slots, s)
+		a.lanes = append(a.lanes, s)
 	}
 	if a.byKey == nil {
-		a.byKey = make(map[unsafe.Pointer]*slot)
+		a.byKey = make(map[unsafe.Pointer]*lane)
 	}
 	a.byKey[k] = s
 	a.cache[cacheIndex(k)] = cacheEntry{k, s}
@@ -331,8 +331,8 @@ func (a *Arena) Reset() {
 
 // reset is Reset, for Reset and Pool.Put.
 func (a *Arena) reset() {
-	for _, s := range a.slots {
-		a.resetSlot(s)
+	for _, s := range a.lanes {
+		a.resetLane(s)
 	}
 	a.dropLarge()
 	a.frees += uint64(a.objs)
@@ -344,8 +344,8 @@ func (a *Arena) reset() {
 // empty and usable: for the checked build's Pool, whose put arenas wait
 // out of reuse.
 func (a *Arena) shed() {
-	for _, s := range a.slots {
-		a.freeSlot(s)
+	for _, s := range a.lanes {
+		a.freeLane(s)
 		s.init(s.info, a.cfg.chunk)
 	}
 }
@@ -372,14 +372,14 @@ func (a *Arena) Free() {
 			a.pool.trk.Free("Free", uintptr(unsafe.Pointer(a)), 1)
 		}
 	}
-	for _, s := range a.slots {
-		a.freeSlot(s)
+	for _, s := range a.lanes {
+		a.freeLane(s)
 	}
 	a.dropLarge()
 	a.frees += uint64(a.objs)
 	a.allocs += uint64(a.objs)
 	a.objs = 0
-	a.slots, a.byKey = nil, nil
+	a.lanes, a.byKey = nil, nil
 	a.cache = [cacheSize]cacheEntry{}
 	a.freed = true
 	a.publish()

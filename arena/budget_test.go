@@ -1,11 +1,15 @@
 package arena_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/arena"
+	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
+	"github.com/memkit/memkit/offheap"
 )
 
 // alert records the calls of a WithBudgetAlert callback.
@@ -30,6 +34,50 @@ func (al *alert) get() (ups, downs int, last int64) {
 	al.mu.Lock()
 	defer al.mu.Unlock()
 	return al.ups, al.downs, al.last
+}
+
+// Issue 17: the budget vocabulary. The constructors check WithBudget and
+// WithBudgetAlert together (not the option functions) and panic with
+// budget.Options.Check's messages: WithBudget(0), which used to be a zero
+// budget, is a mistake now.
+func TestOptions_BudgetMistakesPanic(t *testing.T) {
+	fn := func(int64, bool) {}
+	for _, c := range []struct {
+		name, want string
+		opts       []arena.Option
+	}{
+		{"budget=0", "memkit/arena: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit",
+			[]arena.Option{arena.WithBudget(0)}},
+		{"budget=-1", "memkit/arena: WithBudget(-1): a budget is a number of bytes > 0; leave the option out for no limit",
+			[]arena.Option{arena.WithBudget(-1)}},
+		{"alert=0", "memkit/arena: WithBudgetAlert(0, fn): the threshold must be > 0 bytes",
+			[]arena.Option{arena.WithBudgetAlert(0, fn)}},
+		{"alert=-5", "memkit/arena: WithBudgetAlert(-5, fn): the threshold must be > 0 bytes",
+			[]arena.Option{arena.WithBudgetAlert(-5, fn)}},
+		{"alert-nil-fn", "memkit/arena: WithBudgetAlert(1024, nil): fn is nil; leave the option out for no alert",
+			[]arena.Option{arena.WithBudgetAlert(1024, nil)}},
+		{"alert-above-budget", "memkit/arena: WithBudgetAlert(4096, fn): the threshold is above WithBudget(2048), so the alert could never fire",
+			[]arena.Option{arena.WithBudget(2048), arena.WithBudgetAlert(4096, fn)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			memtest.CheckPanic(t, c.want, func() { arena.NewArena(c.opts...) })
+			memtest.CheckPanic(t, c.want, func() { arena.NewTyped[int](c.opts...) })
+			memtest.CheckPanic(t, c.want, func() { arena.NewPool(c.opts...) })
+		})
+	}
+	arena.NewArena(arena.WithBudget(2048), arena.WithBudgetAlert(2048, fn)).Free()
+}
+
+// ErrBudget is budget's kind: errors.Is matches another package's.
+func TestErrBudget_MatchesEveryPackagesErrBudget(t *testing.T) {
+	a := arena.NewArena(arena.WithChunkSize(1024), arena.WithBudget(1024))
+	_, err := arena.TryMakeSlice[byte](a, 0, 2048)
+	if !errors.Is(err, arena.ErrBudget) || !errors.Is(err, offheap.ErrBudget) {
+		t.Fatalf("TryMakeSlice past the budget: %v; want ErrBudget, of offheap too", err)
+	}
+	if err.Error() != "memkit/arena: byte budget exhausted" {
+		t.Fatalf("error %q", err)
+	}
 }
 
 func TestArena_BudgetAlertFiresOnceEachWay(t *testing.T) {
@@ -77,7 +125,7 @@ func TestPool_BudgetAlertWatchesAllItsArenas(t *testing.T) {
 }
 
 func TestArena_BudgetAlertCostsTheHotPathNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	var al alert

@@ -103,8 +103,8 @@ type chunkEntry struct {
 	r   *chunkRec
 }
 
-// notePoisoned records that c is poisoning what slot s handed out.
-func (c *core) notePoisoned(s *slot) {
+// notePoisoned records that c is poisoning what lane s handed out.
+func (c *core) notePoisoned(s *lane) {
 	if c.dbg == nil || !s.info.poisons() {
 		return
 	}

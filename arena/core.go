@@ -30,10 +30,10 @@ type core struct {
 	dbg *coreDebug // the checked build's state; nil otherwise
 }
 
-// slot is the chunks of one element type (or, in an Arena, of every
+// lane is the chunks of one element type (or, in an Arena, of every
 // pointer-free type): a current chunk bumped through, the chunks filled
 // before it since the last Reset, and chunks kept for reuse.
-type slot struct {
+type lane struct {
 	base     unsafe.Pointer // current chunk; nil when there is none
 	off, lim uintptr        // bytes used and size of the current chunk
 	info     *typeInfo
@@ -50,8 +50,8 @@ type chunk struct {
 	info       *typeInfo // of a dedicated allocation
 }
 
-func (s *slot) init(ti *typeInfo, chunkSize uintptr) {
-	*s = slot{info: ti}
+func (s *lane) init(ti *typeInfo, chunkSize uintptr) {
+	*s = lane{info: ti}
 	if ti.size == 0 {
 		return
 	}
@@ -64,10 +64,10 @@ func (s *slot) init(ti *typeInfo, chunkSize uintptr) {
 
 // isLarge reports whether a request of nb bytes gets an allocation of its
 // own instead of a place in a chunk: more than a quarter of a chunk.
-func (s *slot) isLarge(nb uintptr) bool { return nb > s.std/4 || s.std == 0 }
+func (s *lane) isLarge(nb uintptr) bool { return nb > s.std/4 || s.std == 0 }
 
 // inUse is the bytes s handed out since the last Reset.
-func (s *slot) inUse() uintptr {
+func (s *lane) inUse() uintptr {
 	if s.base == nil {
 		return s.fullUsed
 	}
@@ -76,7 +76,7 @@ func (s *slot) inUse() uintptr {
 
 // bump returns nb bytes aligned to align from the current chunk of s, or
 // nil if they do not fit.
-func (s *slot) bump(nb, align uintptr) unsafe.Pointer {
+func (s *lane) bump(nb, align uintptr) unsafe.Pointer {
 	off := (s.off + align - 1) &^ (align - 1)
 	if s.base == nil || off+nb > s.lim || nb == 0 {
 		return nil
@@ -93,7 +93,7 @@ func (s *slot) bump(nb, align uintptr) unsafe.Pointer {
 // current chunk, in a new one, or, for a large request, in a dedicated
 // allocation. It returns an error, leaving everything unchanged, if the
 // budget or the account refuses the memory.
-func (c *core) alloc(s *slot, nb, align uintptr) (unsafe.Pointer, error) {
+func (c *core) alloc(s *lane, nb, align uintptr) (unsafe.Pointer, error) {
 	if p := s.bump(nb, align); p != nil {
 		return p, nil
 	}
@@ -110,7 +110,7 @@ func (c *core) alloc(s *slot, nb, align uintptr) (unsafe.Pointer, error) {
 }
 
 // allocLarge returns a dedicated allocation of nb bytes of the type of s.
-func (c *core) allocLarge(s *slot, nb uintptr) (unsafe.Pointer, error) {
+func (c *core) allocLarge(s *lane, nb uintptr) (unsafe.Pointer, error) {
 	if err := c.reserve(nb); err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (c *core) allocLarge(s *slot, nb uintptr) (unsafe.Pointer, error) {
 }
 
 // retire moves the current chunk of s to its full chunks.
-func (s *slot) retire() {
+func (s *lane) retire() {
 	if s.base != nil {
 		s.full = append(s.full, chunk{p: s.base, size: s.lim, used: s.off})
 		s.fullUsed += s.off
@@ -136,7 +136,7 @@ func (s *slot) retire() {
 // takeChunk returns a zeroed (or, under memkitdebug, poisoned) chunk of at
 // least nb bytes for s: a spare one, one from the shared recycler, a new
 // one, or, near the budget, a smaller new one.
-func (c *core) takeChunk(s *slot, nb uintptr) (chunk, error) {
+func (c *core) takeChunk(s *lane, nb uintptr) (chunk, error) {
 	// A spare chunk too small for nb (one made small near the budget) stays
 	// spare; Reset gives it up if no request used it.
 	if n := len(s.spare); n > 0 && s.spare[n-1].size >= nb {
@@ -147,8 +147,8 @@ func (c *core) takeChunk(s *slot, nb uintptr) (chunk, error) {
 		return ch, nil
 	}
 	size := s.std
-	if c.cfg.limited && c.reserved+uint64(size) > c.cfg.budget {
-		left := uintptr(c.cfg.budget - min(c.reserved, c.cfg.budget))
+	if limit := uint64(c.cfg.Limit()); limit > 0 && c.reserved+uint64(size) > limit {
+		left := uintptr(limit - min(c.reserved, limit))
 		size = left - left%s.info.size
 		if s.info == noscanInfo {
 			size &^= 7
@@ -180,7 +180,7 @@ func (c *core) takeChunk(s *slot, nb uintptr) (chunk, error) {
 // reserve accounts for n more bytes held by the arena, or returns an error
 // if the budget or the account refuses them.
 func (c *core) reserve(n uintptr) error {
-	if c.cfg.limited && c.reserved+uint64(n) > c.cfg.budget {
+	if limit := uint64(c.cfg.Limit()); limit > 0 && c.reserved+uint64(n) > limit {
 		return ErrBudget
 	}
 	if c.acct != nil {
@@ -203,17 +203,17 @@ func (c *core) release(n uintptr) {
 
 // recycle gives a zeroed chunk of s up: a standard one to the shared
 // recycler, another to the GC.
-func (c *core) recycle(s *slot, ch chunk) {
+func (c *core) recycle(s *lane, ch chunk) {
 	if ch.size == s.std {
 		s.rec.Put(ch.p)
 	}
 	c.release(ch.size)
 }
 
-// resetSlot zeroes what s handed out, gives up the chunks it kept but did
+// resetLane zeroes what s handed out, gives up the chunks it kept but did
 // not use since the previous Reset, and keeps the others for reuse, in the
 // order they were used.
-func (c *core) resetSlot(s *slot) {
+func (c *core) resetLane(s *lane) {
 	if checked.Enabled {
 		c.notePoisoned(s)
 	}
@@ -247,8 +247,8 @@ func (c *core) resetSlot(s *slot) {
 	s.base, s.off, s.lim = first.p, 0, first.size
 }
 
-// freeSlot zeroes what s handed out and gives up all its chunks.
-func (c *core) freeSlot(s *slot) {
+// freeLane zeroes what s handed out and gives up all its chunks.
+func (c *core) freeLane(s *lane) {
 	if checked.Enabled {
 		c.notePoisoned(s)
 	}
@@ -262,13 +262,13 @@ func (c *core) freeSlot(s *slot) {
 	for _, ch := range s.spare {
 		c.recycle(s, ch)
 	}
-	*s = slot{info: s.info}
+	*s = lane{info: s.info}
 }
 
 // clearUsed zeroes (and poisons, under memkitdebug) the memory s handed
 // out since the last Reset, so that the pointers it held keep nothing
 // alive, and marks it unused.
-func (s *slot) clearUsed() {
+func (s *lane) clearUsed() {
 	if s.base != nil && s.off > 0 {
 		s.info.clear(s.base, s.off)
 		if checked.Enabled {

@@ -1,11 +1,12 @@
 package arena
 
-import "errors"
+import "github.com/memkit/memkit/internal/budget"
 
 // ErrBudget is returned by [TryNew], [TryMakeSlice] and [Typed.TryNew] when
 // the request does not fit in the arena's [WithBudget] budget, or the
 // [WithAccount] account refused the memory. The arena is left unchanged.
-var ErrBudget = errors.New("memkit/arena: byte budget exhausted")
+// errors.Is matches it with every memkit package's ErrBudget.
+var ErrBudget error = budget.NewErrBudget("arena", "byte budget exhausted")
 
 // Panic messages, exact, so that tests and callers can match them.
 const (

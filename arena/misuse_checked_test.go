@@ -11,6 +11,7 @@ import (
 	"github.com/memkit/memkit/arena"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // The misuse suite: one test per mistake, each checking the report of the
@@ -47,7 +48,7 @@ func wantReport(t *testing.T, op, kind string, freed bool, f func()) *checked.Mi
 // in it: under the race detector, sync.Pool drops items at random.
 func skipIfRace(t *testing.T) {
 	t.Helper()
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("sync.Pool drops items at random under the race detector")
 	}
 }

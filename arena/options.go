@@ -1,13 +1,15 @@
 package arena
 
 import (
-	"strconv"
+	"fmt"
 
 	"github.com/memkit/memkit/internal/budget"
 )
 
 // Option configures an [Arena] built by [NewArena], a [Typed] built by
-// [NewTyped], or the arenas of a [Pool] built by [NewPool].
+// [NewTyped], or the arenas of a [Pool] built by [NewPool]. The
+// constructor checks the options together and panics with a
+// "memkit/arena: " message naming the first one out of range.
 type Option func(*config)
 
 // DefaultChunkSize is the size of the chunks an arena takes from the heap
@@ -19,16 +21,20 @@ const DefaultChunkSize = 64 << 10
 const MaxChunkSize = 1 << 30
 
 type config struct {
-	chunk   uintptr
-	budget  uint64
-	limited bool
-	account func(delta int64) error
-	alert   *budget.Budget // WithBudgetAlert's, with no limit; nil for none
+	budget.Options // WithBudget and WithBudgetAlert
+
+	chunkSize int // as WithChunkSize gave it, checked by newConfig
+	chunk     uintptr
+	account   func(delta int64) error
+	alert     *budget.Budget // WithBudgetAlert's, with no limit; nil for none
 }
 
-func defaultConfig() config { return config{chunk: DefaultChunkSize} }
+func defaultConfig() config { return config{chunkSize: DefaultChunkSize, chunk: DefaultChunkSize} }
 
-func buildConfig(opts []Option) config {
+// newConfig applies opts to the defaults, checks the result and builds
+// what it asks for; it panics with the first mistake, as the constructors
+// document.
+func newConfig(opts []Option) config {
 	c := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
@@ -36,41 +42,51 @@ func buildConfig(opts []Option) config {
 		}
 		o(&c)
 	}
+	if err := c.check(); err != nil {
+		panic("memkit/arena: " + err.Error())
+	}
+	c.chunk = uintptr(c.chunkSize)
+	if c.HasAlert() {
+		threshold, fn := c.Alert()
+		c.alert = budget.New(0, threshold, fn) // the arena enforces the limit itself
+	}
 	return c
 }
 
-// WithChunkSize sets the size in bytes of the chunks the arena takes from
-// the heap (default [DefaultChunkSize]), between 1 and [MaxChunkSize];
-// outside that range the constructor panics. Each element type with
-// pointers has chunks of its own, and pointer-free types share theirs, so an
-// arena holds at least one chunk per pointerful type it allocates: small
-// chunks suit thousands of small concurrent arenas, big ones suit batch
-// jobs. A request larger than a quarter of the chunk size gets an
-// allocation of its own, which [Arena.Reset] drops.
-func WithChunkSize(n int) Option {
-	return func(c *config) {
-		if n < 1 || n > MaxChunkSize {
-			panic("memkit/arena: chunk size " + strconv.Itoa(n) + " out of range [1, 1GiB]")
-		}
-		c.chunk = uintptr(n)
+// check returns what is wrong with the options, one case per mistake, or
+// nil. The message has no package prefix: newConfig adds it.
+func (c *config) check() error {
+	if c.chunkSize < 1 || c.chunkSize > MaxChunkSize {
+		return fmt.Errorf("chunk size %d out of range [1, 1GiB]", c.chunkSize)
 	}
+	return c.Options.Check() // WithBudget, WithBudgetAlert
+}
+
+// WithChunkSize sets the size in bytes of the chunks the arena takes from
+// the heap (default [DefaultChunkSize]): the memory a typed arena bumps
+// through, between 1 and [MaxChunkSize]; outside that range the
+// constructor panics. Each element type with pointers has chunks of its
+// own, and pointer-free types share theirs, so an arena holds at least one
+// chunk per pointerful type it allocates: small chunks suit thousands of
+// small concurrent arenas, big ones suit batch jobs. A request larger than
+// a quarter of the chunk size gets an allocation of its own, which
+// [Arena.Reset] drops.
+func WithChunkSize(n int) Option {
+	return func(c *config) { c.chunkSize = n }
 }
 
 // WithBudget limits the memory the arena holds (its reserved bytes: chunks
 // in use, chunks kept for reuse and dedicated allocations) to n bytes; n
-// must be >= 0 or the constructor panics. When a request does not fit in
-// what is left, the last chunk is made smaller to fit; when it does not fit
-// at all, TryNew-style calls ([TryNew], [TryMakeSlice], [Typed.TryNew])
-// return [ErrBudget] and leave the arena unchanged, while [New],
-// [MakeSlice] and the other calls fall back to the Go heap, counted as
-// [memkit.Stats] HeapFallbacks.
+// must be > 0 (leave the option out for no limit), or the constructor
+// panics. When a request does not fit in what is left, the last chunk is
+// made smaller to fit; when it does not fit at all, TryNew-style calls
+// ([TryNew], [TryMakeSlice], [Typed.TryNew]) return [ErrBudget] and leave
+// the arena unchanged, while [New], [MakeSlice] and the other calls fall
+// back to the Go heap, counted as [memkit.Stats] HeapFallbacks. For a
+// [Pool] the budget is per arena. It is checked only when the arena takes
+// a chunk, never per object.
 func WithBudget(n int64) Option {
-	return func(c *config) {
-		if n < 0 {
-			panic("memkit/arena: budget " + strconv.FormatInt(n, 10) + " < 0")
-		}
-		c.budget, c.limited = uint64(n), true
-	}
+	return func(c *config) { c.SetLimit(n) }
 }
 
 // WithAccount reports the arena's memory to an external account, such as a
@@ -97,17 +113,9 @@ func WithAccount(f func(delta int64) error) Option {
 // path nothing. fn runs on the goroutine whose call crossed the threshold
 // (or, for an arena the GC collects without a Free, on a cleanup
 // goroutine); it must be quick, must be safe for concurrent use for a
-// Pool, and must not call back into the arena. threshold must be > 0, or
-// the constructor panics; a nil fn means no alert.
+// Pool, and must not call back into the arena. threshold must be > 0, fn
+// must not be nil, and with a [WithBudget] budget the threshold must not be
+// above it: the constructor panics otherwise.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
-	return func(c *config) {
-		c.alert = nil
-		if fn == nil {
-			return
-		}
-		if threshold <= 0 {
-			panic("memkit/arena: BudgetAlert threshold " + strconv.FormatInt(threshold, 10) + " must be > 0")
-		}
-		c.alert = budget.New(0, threshold, fn)
-	}
+	return func(c *config) { c.SetAlert(threshold, fn) }
 }

@@ -41,7 +41,7 @@ type poolStats struct {
 // [WithBudgetAlert] alert is for the pool, on the memory all its arenas
 // hold). It panics if an option is out of range.
 func NewPool(opts ...Option) *Pool {
-	cfg := buildConfig(opts)
+	cfg := newConfig(opts)
 	p := &Pool{cfg: cfg, st: &poolStats{alert: cfg.alert}}
 	p.cfg.alert = nil // the arenas report to the pool's
 	if checked.Enabled {

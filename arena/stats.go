@@ -89,7 +89,7 @@ func (c *core) read(s *stats.Stats) {
 // publish copies the arena's figures into the snapshot.
 func (a *Arena) publish() {
 	var inUse uintptr
-	for _, sl := range a.slots {
+	for _, sl := range a.lanes {
 		inUse += sl.inUse()
 	}
 	a.store(inUse, uint64(a.objs))

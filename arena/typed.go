@@ -51,7 +51,7 @@ const headSize = (unsafe.Sizeof(typedHead{}) + unsafe.Alignof(tcore{}) - 1) &^ (
 // path.
 type tcore struct {
 	core
-	s        slot
+	s        lane
 	retired  int  // objects handed out in full chunks since the last Reset
 	adj      int  // objects minus elements handed out in the current chunk
 	nlarge   int  // dedicated allocations since the last Reset
@@ -67,7 +67,7 @@ func NewTyped[T any](opts ...Option) *Typed[T] {
 		panic("memkit/arena: unexpected layout of Typed")
 	}
 	c := &t.c
-	c.cfg = buildConfig(opts)
+	c.cfg = newConfig(opts)
 	c.inited = true
 	c.s.init(infoFor[T](), c.cfg.chunk)
 	if c.cfg.account != nil || c.cfg.alert != nil {
@@ -137,7 +137,7 @@ func (c *tcore) unpoison(i, n int) {
 	}
 }
 
-// sync moves the current chunk from the head to the slot, for the code
+// sync moves the current chunk from the head to the lane, for the code
 // shared with Arena.
 func (c *tcore) sync() {
 	h := c.head()
@@ -148,7 +148,7 @@ func (c *tcore) sync() {
 	}
 }
 
-// unsync moves the current chunk from the slot back to the head.
+// unsync moves the current chunk from the lane back to the head.
 func (c *tcore) unsync() {
 	h := c.head()
 	size := c.s.info.size
@@ -326,7 +326,7 @@ func (c *tcore) reset() {
 		*c.head() = typedHead{}
 	}
 	c.sync()
-	c.resetSlot(&c.s)
+	c.resetLane(&c.s)
 	c.unsync()
 	c.dropLarge()
 }
@@ -360,7 +360,7 @@ func (c *tcore) free() {
 	}
 	if c.s.info.size > 0 {
 		c.sync()
-		c.freeSlot(&c.s)
+		c.freeLane(&c.s)
 	}
 	*c.head() = typedHead{}
 	c.dropLarge()

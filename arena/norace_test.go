@@ -1,7 +1,0 @@
-//go:build !race
-
-package arena_test
-
-// raceEnabled reports whether the race detector is on: it allocates, so
-// AllocsPerRun tests skip.
-const raceEnabled = false
