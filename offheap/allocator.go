@@ -1,7 +1,6 @@
 package offheap
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"unsafe"
@@ -76,11 +75,10 @@ type Option func(*config)
 const DefaultQuarantine = 64 << 20
 
 type config struct {
+	budget.Options // WithBudget and WithBudgetAlert
+
 	guard      bool
 	quarantine int64
-	budget     int64
-	alertAt    int64
-	alertFn    func(used int64, above bool)
 }
 
 // WithGuardPages gives each mapping a guard page: the slice Alloc returns
@@ -113,25 +111,30 @@ func WithGuardPages() Option { return func(c *config) { c.guard = true } }
 func WithQuarantine(n int64) Option { return func(c *config) { c.quarantine = n } }
 
 // WithBudget bounds the bytes of the allocator's live mappings, rounded to
-// pages, guard pages not counted (default 0: no limit). An Alloc that would
-// pass it returns [ErrBudget] and changes nothing but Stats.Failures; the
-// budget is charged on Alloc and given back on Free, both system calls
-// already, so it costs them an atomic add.
-func WithBudget(n int64) Option { return func(c *config) { c.budget = n } }
+// pages, guard pages not counted, to n bytes; n must be > 0 (leave the
+// option out for no limit): [New] returns an error otherwise. An Alloc that
+// would pass it returns [ErrBudget] and changes nothing but
+// Stats.Failures; the budget is charged on Alloc and given back on Free,
+// both system calls already, so it costs them an atomic add.
+func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 
-// WithBudgetAlert calls fn when the bytes of the allocator's live mappings
-// rise to threshold or more (above true), and again when they fall back
-// below it (above false), for load shedding. threshold must be > 0. fn runs
-// inside the Alloc or Free that crossed the threshold, on its goroutine: it
-// must be quick and must not call the allocator.
+// WithBudgetAlert calls fn with the bytes of the allocator's live mappings
+// (as [WithBudget] counts them) when they rise to threshold or more (above
+// true), and again when they fall back below it (above false), for load
+// shedding. It is evaluated on each Alloc and Free, after the mapping is
+// counted or uncounted. fn runs inside the Alloc or Free that crossed the
+// threshold, on its goroutine: it must be quick and must not call the
+// allocator. threshold must be > 0, fn must not be nil, and with a budget
+// the threshold must not be above it: [New] returns an error otherwise.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
-	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+	return func(c *config) { c.SetAlert(threshold, fn) }
 }
 
 // ErrBudget is returned by [Allocator.Alloc] when the mapping would pass
 // the allocator's budget ([WithBudget]). Nothing changes but
-// Stats.Failures.
-var ErrBudget = errors.New("memkit/offheap: over budget")
+// Stats.Failures. errors.Is matches it with every memkit package's
+// ErrBudget.
+var ErrBudget error = budget.NewErrBudget("offheap", "the mapping would pass the WithBudget limit")
 
 // New returns an allocator configured by opts, or an error naming the first
 // invalid option.
@@ -143,23 +146,24 @@ func New(opts ...Option) (*Allocator, error) {
 		}
 		o(&cfg)
 	}
-	switch {
-	case cfg.quarantine < 0:
-		return nil, fmt.Errorf("memkit/offheap: Quarantine %d must be >= 0", cfg.quarantine)
-	case cfg.budget < 0:
-		return nil, fmt.Errorf("memkit/offheap: Budget %d must be >= 0 (0: no limit)", cfg.budget)
-	case cfg.alertFn != nil && cfg.alertAt <= 0:
-		return nil, fmt.Errorf("memkit/offheap: BudgetAlert threshold %d must be > 0", cfg.alertAt)
+	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("memkit/offheap: %w", err)
 	}
-	a := &Allocator{guard: cfg.guard && GuardPages, quarantine: cfg.quarantine}
-	if cfg.budget > 0 || cfg.alertFn != nil {
-		a.budget = budget.New(cfg.budget, cfg.alertAt, cfg.alertFn)
-	}
+	a := &Allocator{guard: cfg.guard && GuardPages, quarantine: cfg.quarantine, budget: cfg.New()}
 	if checked.Enabled {
 		a.tr = checked.NewTracker("offheap")
 		checked.Register(a, a.tr)
 	}
 	return a, nil
+}
+
+// check returns what is wrong with the options, one case per mistake, or
+// nil. The message has no package prefix: New adds it.
+func (c *config) check() error {
+	if c.quarantine < 0 {
+		return fmt.Errorf("WithQuarantine(%d): the quarantine must be >= 0 bytes (0 unmaps at once)", c.quarantine)
+	}
+	return c.Options.Check() // WithBudget, WithBudgetAlert
 }
 
 // Alloc returns n bytes of zeroed memory from outside the Go heap. Without

@@ -130,7 +130,7 @@ func startsLive(b []byte) bool { return offheap.LiveAt(addr(b)) }
 func wantBadFree(t *testing.T, free func()) {
 	t.Helper()
 	if checked.Enabled {
-		if mu := misuseOf(free); mu == nil || mu.Allocator != "offheap" {
+		if mu, _ := memtest.MisuseOf(free); mu == nil || mu.Allocator != "offheap" {
 			t.Fatalf("bad Free: misuse %v", mu)
 		}
 	} else if got := memtest.PanicOf(free); got != badFree {

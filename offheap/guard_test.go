@@ -234,17 +234,23 @@ func TestAllocator_OwnsItsMappings(t *testing.T) {
 }
 
 func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
+	fn := func(int64, bool) {}
 	for _, tc := range []struct {
-		opt  offheap.Option
+		opts []offheap.Option
 		want string
 	}{
-		{offheap.WithQuarantine(-1), "memkit/offheap: Quarantine -1 must be >= 0"},
-		{offheap.WithBudget(-1), "memkit/offheap: Budget -1 must be >= 0 (0: no limit)"},
-		{offheap.WithBudgetAlert(0, func(int64, bool) {}), "memkit/offheap: BudgetAlert threshold 0 must be > 0"},
-		{offheap.WithBudgetAlert(-5, func(int64, bool) {}), "memkit/offheap: BudgetAlert threshold -5 must be > 0"},
-		{nil, "memkit/offheap: option 0 is nil"},
+		{[]offheap.Option{offheap.WithQuarantine(-1)}, "memkit/offheap: WithQuarantine(-1): the quarantine must be >= 0 bytes (0 unmaps at once)"},
+		// Issue 17: WithBudget(0), once no limit, is a mistake.
+		{[]offheap.Option{offheap.WithBudget(0)}, "memkit/offheap: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{[]offheap.Option{offheap.WithBudget(-1)}, "memkit/offheap: WithBudget(-1): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{[]offheap.Option{offheap.WithBudgetAlert(0, fn)}, "memkit/offheap: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{[]offheap.Option{offheap.WithBudgetAlert(-5, fn)}, "memkit/offheap: WithBudgetAlert(-5, fn): the threshold must be > 0 bytes"},
+		{[]offheap.Option{offheap.WithBudgetAlert(4096, nil)}, "memkit/offheap: WithBudgetAlert(4096, nil): fn is nil; leave the option out for no alert"},
+		{[]offheap.Option{offheap.WithBudget(4096), offheap.WithBudgetAlert(8192, fn)},
+			"memkit/offheap: WithBudgetAlert(8192, fn): the threshold is above WithBudget(4096), so the alert could never fire"},
+		{[]offheap.Option{nil}, "memkit/offheap: option 0 is nil"},
 	} {
-		a, err := offheap.New(tc.opt)
+		a, err := offheap.New(tc.opts...)
 		if a != nil || err == nil || err.Error() != tc.want {
 			t.Errorf("New = %v, %v; want nil, %q", a, err, tc.want)
 		}

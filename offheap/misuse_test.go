@@ -20,11 +20,13 @@ import (
 // is unmapped, and guard pages (guard_test.go, both builds) make both
 // fault at once.
 
-// checkMisuse fails t unless m reports kind, with the stacks that explain
-// it: where the mapping was allocated (by the test function named test, if
-// not ""), and, with freed, where it was first freed.
-func checkMisuse(t *testing.T, m *checked.Misuse, kind, test string, freed bool) {
+// checkMisuse fails t unless free, a bad Free, panics with a report of
+// kind, with the stacks that explain it: where the mapping was allocated
+// (by the test function named test, if not ""), and, with freed, where it
+// was first freed.
+func checkMisuse(t *testing.T, free func(), kind, test string, freed bool) {
 	t.Helper()
+	m, _ := memtest.MisuseOf(free)
 	memtest.CheckMisuse(t, m, "offheap", "Free", kind, test, freed)
 }
 
@@ -41,18 +43,18 @@ func TestMisuse_DoubleFree(t *testing.T) {
 			if err := a.Free(b); err != nil {
 				t.Fatal(err)
 			}
-			checkMisuse(t, misuseOf(func() { _ = a.Free(b) }), checked.DoubleFree, "TestMisuse_DoubleFree", true)
+			checkMisuse(t, func() { _ = a.Free(b) }, checked.DoubleFree, "TestMisuse_DoubleFree", true)
 		})
 	}
 }
 
 func TestMisuse_ForeignFree(t *testing.T) {
-	checkMisuse(t, misuseOf(func() { _ = offheap.Free(make([]byte, 10)) }), checked.ForeignFree, "", false)
+	checkMisuse(t, func() { _ = offheap.Free(make([]byte, 10)) }, checked.ForeignFree, "", false)
 	g := newGuarded(t)
 	b, _ := g.Alloc(10)
 	// Another allocator's mapping: named with its allocation stack.
-	m := misuseOf(func() { _ = offheap.Free(b) })
-	checkMisuse(t, m, checked.ForeignFree, "TestMisuse_ForeignFree", false)
+	m, _ := memtest.MisuseOf(func() { _ = offheap.Free(b) })
+	memtest.CheckMisuse(t, m, "offheap", "Free", checked.ForeignFree, "TestMisuse_ForeignFree", false)
 	if !strings.Contains(m.Detail, "another Allocator") {
 		t.Errorf("detail %q", m.Detail)
 	}
@@ -64,7 +66,7 @@ func TestMisuse_MovedStart(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b, _ := a.Alloc(2 * offheap.PageSize())
 			for _, moved := range [][]byte{b[1:], b[offheap.PageSize():]} {
-				checkMisuse(t, misuseOf(func() { _ = a.Free(moved) }), checked.MovedFree, "TestMisuse_MovedStart", false)
+				checkMisuse(t, func() { _ = a.Free(moved) }, checked.MovedFree, "TestMisuse_MovedStart", false)
 			}
 			if err := a.Free(b); err != nil { // unchanged by the reports
 				t.Fatal(err)
@@ -117,7 +119,7 @@ func TestMisuse_QuarantineKeepsAddresses(t *testing.T) {
 	if addr(fresh) == addr(b) {
 		t.Fatal("a new mapping took the address of one in quarantine")
 	}
-	checkMisuse(t, misuseOf(func() { _ = a.Free(b) }), checked.DoubleFree, "TestMisuse_QuarantineKeepsAddresses", true)
+	checkMisuse(t, func() { _ = a.Free(b) }, checked.DoubleFree, "TestMisuse_QuarantineKeepsAddresses", true)
 	b[5] = 1
 	_, err := memkit.Leaks(a)
 	var m *memkit.Misuse
