@@ -61,3 +61,59 @@ func TestRing_BudgetAlertCostsTheHotPathNoAllocation(t *testing.T) {
 		t.Fatalf("%d calls up; want one per Write", ups)
 	}
 }
+
+// Issue 17: WithBudgetAlert is checked as in every package, by New, with
+// budget.Options.Check's messages; a nil fn, once "no alert", is a
+// mistake, and so is a threshold the ring's records can never reach.
+func TestNew_BudgetAlertMistakes(t *testing.T) {
+	fn := func(int64, bool) {}
+	for _, tc := range []struct {
+		opt  ringbuf.Option
+		want string
+	}{
+		{ringbuf.WithBudgetAlert(0, fn), "memkit/ringbuf: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{ringbuf.WithBudgetAlert(-1, fn), "memkit/ringbuf: WithBudgetAlert(-1, fn): the threshold must be > 0 bytes"},
+		{ringbuf.WithBudgetAlert(64, nil), "memkit/ringbuf: WithBudgetAlert(64, nil): fn is nil; leave the option out for no alert"},
+		{ringbuf.WithBudgetAlert(641, fn), "memkit/ringbuf: WithBudgetAlert(641, fn): the threshold is above the 640 bytes of 10 slots of 64, so the alert could never fire"},
+	} {
+		r, err := ringbuf.New(10, 64, tc.opt)
+		if r != nil || err == nil || err.Error() != tc.want {
+			t.Errorf("New = %v, %v; want nil, %q", r, err, tc.want)
+		}
+	}
+	// At the ring's size: fires when it is full. The slots asked for count,
+	// not the power of two allocated.
+	var ups int
+	r := mustNew(t, 3, 64, ringbuf.WithBudgetAlert(3*64, func(_ int64, above bool) {
+		if above {
+			ups++
+		}
+	}))
+	for range 3 {
+		if err := r.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ups != 1 {
+		t.Fatalf("%d calls up at a full ring; want 1", ups)
+	}
+}
+
+// The threshold rounds up to whole records.
+func TestRing_BudgetAlertRoundsToRecords(t *testing.T) {
+	var got []int64
+	fn := func(used int64, above bool) {
+		if above {
+			got = append(got, used)
+		}
+	}
+	r := mustNew(t, 4, 100, ringbuf.WithBudgetAlert(101, fn)) // 2 records
+	r.Write([]byte("x"))
+	if len(got) != 0 {
+		t.Fatalf("alert at one record: %v", got)
+	}
+	r.Write([]byte("x"))
+	if len(got) != 1 || got[0] != 200 {
+		t.Fatalf("calls up %v; want one at 200 bytes", got)
+	}
+}

@@ -1,6 +1,10 @@
 package ringbuf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/memkit/memkit/internal/budget"
+)
 
 // Policy is what [Ring.Write] does when every slot holds a record.
 type Policy int
@@ -36,17 +40,19 @@ type Option func(*config)
 // MaxSlots is the largest number of slots [New] accepts.
 const MaxSlots = 1 << 30
 
+// maxSlotSize is the largest slot size New accepts.
+const maxSlotSize = 1<<31 - 1
+
 type config struct {
-	policy  Policy
-	memory  func(size int) []byte
-	start   uint64 // first position; tests start near wrap-around
-	alertAt int64
-	alertFn func(used int64, above bool)
+	budget.Options // WithBudgetAlert; a ring's budget is its size
+
+	policy Policy
+	memory func(size int) []byte
+	start  uint64 // first position; tests start near wrap-around
 }
 
-// buildConfig applies opts to the defaults and checks the result, naming
-// the bad option in its error.
-func buildConfig(opts []Option) (config, error) {
+// newConfig applies opts to the defaults.
+func newConfig(opts []Option) (config, error) {
 	c := config{policy: Reject}
 	for i, o := range opts {
 		if o == nil {
@@ -54,13 +60,28 @@ func buildConfig(opts []Option) (config, error) {
 		}
 		o(&c)
 	}
-	switch {
-	case c.policy != Reject && c.policy != Overwrite && c.policy != Block:
-		return c, fmt.Errorf("memkit/ringbuf: Policy %d is not Reject, Overwrite or Block", int(c.policy))
-	case c.alertFn != nil && c.alertAt <= 0:
-		return c, fmt.Errorf("memkit/ringbuf: BudgetAlert threshold %d must be > 0", c.alertAt)
-	}
 	return c, nil
+}
+
+// check returns what is wrong with New's parameters and the options, one
+// case per mistake, or nil.
+func (c *config) check(slots, slotSize int) error {
+	threshold, _ := c.Alert() // 0 without the option
+	if err := c.Options.Check(); err != nil {
+		return fmt.Errorf("memkit/ringbuf: %w", err)
+	}
+	switch {
+	case slots < 1 || slots > MaxSlots:
+		return fmt.Errorf("memkit/ringbuf: slots %d must be between 1 and %d", slots, MaxSlots)
+	case slotSize < 1 || slotSize > maxSlotSize:
+		return fmt.Errorf("memkit/ringbuf: slotSize %d must be between 1 and %d", slotSize, maxSlotSize)
+	case c.policy != Reject && c.policy != Overwrite && c.policy != Block:
+		return fmt.Errorf("memkit/ringbuf: Policy %d is not Reject, Overwrite or Block", int(c.policy))
+	case threshold > int64(slots)*int64(slotSize):
+		return fmt.Errorf("memkit/ringbuf: WithBudgetAlert(%d, fn): the threshold is above the %d bytes of %d slots of %d, so the alert could never fire",
+			threshold, int64(slots)*int64(slotSize), slots, slotSize)
+	}
+	return nil
 }
 
 // WithPolicy sets what Write does when the ring is full (default
@@ -78,19 +99,21 @@ func WithMemory(memory func(size int) []byte) Option { return func(c *config) { 
 // WithBudgetAlert calls fn with the bytes of the records in the ring (as
 // Stats.InUseBytes counts them: records × slot size) when they rise to
 // threshold or more (above true) and when they fall back below it (above
-// false): a signal for load shedding before the ring is full. A ring's
-// budget is its size, fixed at [New]: it never takes more memory, and a
-// full ring follows its [Policy].
+// false): a signal for load shedding before the ring is full. The ring
+// counts whole records, so threshold is rounded up to the bytes of a whole
+// number of records. A ring's budget is its size, fixed at [New]: it never
+// takes more memory, and a full ring follows its [Policy]; there is no
+// WithBudget option.
 //
-// The ring keeps no counter for the alert: after each Write, Reserve,
-// Read and Peek (the calls that move its positions) it computes the records in the ring from the two
-// positions it already keeps, two atomic loads, and compares the side of
-// the threshold with the last one reported, a load of a flag written only
-// when the threshold is crossed. Without the option, those calls pay one
-// predictable branch. fn runs on the goroutine whose call crossed the
-// threshold; it must be quick and must not call back into the ring.
-// threshold must be > 0 ([New] returns an error otherwise); a nil fn means
-// no alert.
+// The ring keeps no counter for the alert: after each Write, Reserve, Read
+// and Peek (the calls that move its positions) it computes the records in
+// the ring from the two positions it already keeps, two atomic loads, and
+// compares the side of the threshold with the last one reported, a load of
+// a flag written only when the threshold is crossed. Without the option,
+// those calls pay one predictable branch. fn runs on the goroutine whose
+// call crossed the threshold; it must be quick and must not call back into
+// the ring. threshold must be > 0 and at most the ring's slots × slotSize
+// bytes, and fn must not be nil: [New] returns an error otherwise.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
-	return func(c *config) { c.alertAt, c.alertFn = threshold, fn }
+	return func(c *config) { c.SetAlert(threshold, fn) }
 }

@@ -54,8 +54,6 @@ func TestNew_InvalidParamsNameTheParam(t *testing.T) {
 		{10, 0, nil, "memkit/ringbuf: slotSize 0 must be between 1 and 2147483647"},
 		{10, 64, []ringbuf.Option{ringbuf.WithPolicy(9)}, "memkit/ringbuf: Policy 9 is not Reject, Overwrite or Block"},
 		{10, 64, []ringbuf.Option{ringbuf.WithPolicy(ringbuf.Block), nil}, "memkit/ringbuf: option 2 of 2 is nil"},
-		{10, 64, []ringbuf.Option{ringbuf.WithBudgetAlert(0, func(int64, bool) {})}, "memkit/ringbuf: BudgetAlert threshold 0 must be > 0"},
-		{10, 64, []ringbuf.Option{ringbuf.WithBudgetAlert(-1, func(int64, bool) {})}, "memkit/ringbuf: BudgetAlert threshold -1 must be > 0"},
 		// More than the runtime can allocate in one piece: it used to panic
 		// in makeslice.
 		{1 << 30, 1 << 20, nil, "memkit/ringbuf: 1073741824 slots of 1048576 bytes need 1125917086711808 bytes, more than the system can allocate now; use fewer or smaller slots"},

@@ -70,9 +70,7 @@ func (t *Typed[T]) Read() (v T, ok bool) {
 		r.chk.freed(pos)
 	}
 	r.free(pos)
-	if r.alertFn != nil {
-		r.alert()
-	}
+	r.alert()
 	return v, true
 }
 
