@@ -242,17 +242,9 @@ func (p *chanPool) close(b *[]byte) {
 	}
 }
 
-func mustFixedPool() *buffer.FixedPool {
-	p, err := buffer.NewFixedPool(fixedCount, fixedSize)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
 // fixedCheckout is BufferCheckout: Checkout, write a byte, Close.
 func fixedCheckout(b *testing.B) {
-	p := mustFixedPool()
+	p := must(buffer.NewFixedPool(fixedCount, fixedSize))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -274,7 +266,7 @@ func chanCheckout(b *testing.B) {
 }
 
 func fixedCheckoutParallel(b *testing.B) {
-	p := mustFixedPool()
+	p := must(buffer.NewFixedPool(fixedCount, fixedSize))
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

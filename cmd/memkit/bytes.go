@@ -74,32 +74,18 @@ var grpcTiers = []uint8{8, 12, 14, 15, 20}
 
 // byteImpls are compared on every []byte workload, in this order.
 var byteImpls = []byteImpl{
-	{"memkit", func() allocator { return memkitPool{mustPool()} }},
+	{"memkit", func() allocator { return memkitPool{must(bytepool.New())} }},
 	{"memkit-pkg", func() allocator { return memkitDefault{} }},
-	{"memkit-cache", func() allocator { return memkitCache{memkitPool{mustPool()}} }},
+	{"memkit-cache", func() allocator { return memkitCache{memkitPool{must(bytepool.New())}} }},
 	{"memkit-bounded", func() allocator {
-		return memkitPool{mustPool(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(boundedBudget))}
+		return memkitPool{must(bytepool.New(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(boundedBudget)))}
 	}},
 	{"make", func() allocator { return makeAlloc{} }},
 	{"syncpool", func() allocator { return new(syncPool) }},
 	{"mcache", func() allocator { return mcacheAlloc{} }},
 	{"bytebufferpool", func() allocator { return new(bbPool) }},
 	{"libp2p", func() allocator { return new(libp2pPool) }},
-	{"grpc", func() allocator {
-		p, err := mem.NewBinaryTieredBufferPool(grpcTiers...)
-		if err != nil {
-			panic(err)
-		}
-		return grpcPool{p}
-	}},
-}
-
-func mustPool(opts ...bytepool.Option) *bytepool.Pool {
-	p, err := bytepool.New(opts...)
-	if err != nil {
-		panic(err)
-	}
-	return p
+	{"grpc", func() allocator { return grpcPool{must(mem.NewBinaryTieredBufferPool(grpcTiers...))} }},
 }
 
 // memkitPool is a shared *bytepool.Pool. Its ReadStats makes it a
@@ -416,7 +402,7 @@ func logUniformSizes(lo, hi int) []int {
 // up by a whole class step, memkit's worst case.
 func overBoundarySizes(limit int) []int {
 	var over []int
-	for _, c := range mustPool().Classes() {
+	for _, c := range must(bytepool.New()).Classes() {
 		if c < limit {
 			over = append(over, c+1)
 		}

@@ -25,7 +25,7 @@ func BenchmarkDirect(b *testing.B) {
 		})
 		b.Run("GetPutParallel/size="+sizeName(n), func(b *testing.B) {
 			b.Run("impl=memkit", func(b *testing.B) {
-				p := mustPool()
+				p := must(bytepool.New())
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
@@ -54,7 +54,7 @@ var _ = bytepool.Get
 // benchPool, benchCache and benchMcache are Get+Put of n bytes, with a
 // write, called directly on the shared pool, a Cache and mcache.
 func benchPool(b *testing.B, n int) {
-	p := mustPool()
+	p := must(bytepool.New())
 	b.ReportAllocs()
 	for b.Loop() {
 		buf := p.Get(n)
@@ -64,7 +64,7 @@ func benchPool(b *testing.B, n int) {
 }
 
 func benchCache(b *testing.B, n int) {
-	c := mustPool().NewCache()
+	c := must(bytepool.New()).NewCache()
 	b.ReportAllocs()
 	for b.Loop() {
 		buf := c.Get(n)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/buddy"
+	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/extent"
 )
 
@@ -16,11 +17,11 @@ import (
 
 // extentImpls are compared on every extent workload, in this order.
 var extentImpls = []byteImpl{
-	{"memkit", func() allocator { return extentAlloc{mustExtent()} }},
-	{"memkit-shared", func() allocator { return extentShared{mustExtentShared()} }},
+	{"memkit", func() allocator { return extentAlloc{must(extent.New())} }},
+	{"memkit-shared", func() allocator { return extentShared{must(extent.NewShared())} }},
 	{"make", func() allocator { return makeAlloc{} }},
 	{"syncpool", func() allocator { return new(syncPool) }},
-	{"bytepool", func() allocator { return memkitPool{mustPool()} }},
+	{"bytepool", func() allocator { return memkitPool{must(bytepool.New())} }},
 }
 
 // buddyRegion is the region of the buddy workloads' allocator. They hold
@@ -30,34 +31,10 @@ const buddyRegion = 64 << 20
 
 // buddyImpls are compared on every buddy workload, in this order.
 var buddyImpls = []byteImpl{
-	{"memkit", func() allocator { return buddyAlloc{mustBuddy()} }},
+	{"memkit", func() allocator { return buddyAlloc{must(buddy.New(buddyRegion, 64))} }},
 	{"make", func() allocator { return makeAlloc{} }},
 	{"syncpool", func() allocator { return new(syncPool) }},
-	{"bytepool", func() allocator { return memkitPool{mustPool()} }},
-}
-
-func mustExtent(opts ...extent.Option) *extent.Allocator {
-	a, err := extent.New(opts...)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
-
-func mustExtentShared() *extent.Shared {
-	s, err := extent.NewShared()
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
-func mustBuddy() *buddy.Allocator {
-	a, err := buddy.New(buddyRegion, 64)
-	if err != nil {
-		panic(err)
-	}
-	return a
+	{"bytepool", func() allocator { return memkitPool{must(bytepool.New())} }},
 }
 
 // extentAlloc is an extent.Allocator: Malloc and Free. Its ReadStats makes
@@ -132,7 +109,7 @@ func init() {
 // borrowRecycle is BorrowRecycle: Borrow n bytes and touch them, with a
 // Recycle every borrowBatch Borrows; ns/op is per Borrow, Recycle included.
 func borrowRecycle(b *testing.B, n int) {
-	a := mustExtent()
+	a := must(extent.New())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

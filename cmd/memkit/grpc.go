@@ -18,7 +18,7 @@ func init() {
 	}{{"unary", 64 << 10}, {"unary", 1 << 20}, {"stream", 64 << 10}} {
 		w := "GRPC/kind=" + c.kind + "/size=" + sizeName(c.size)
 		register(
-			bench{workload: w, impl: "memkit", run: func(b *testing.B) { grpcRPC(b, mustGRPCPool(), c.kind, c.size) }},
+			bench{workload: w, impl: "memkit", run: func(b *testing.B) { grpcRPC(b, must(grpcpool.New()), c.kind, c.size) }},
 			bench{workload: w, impl: "grpc", run: func(b *testing.B) { grpcRPC(b, nil, c.kind, c.size) }},
 		)
 	}
@@ -26,17 +26,9 @@ func init() {
 	// retained-% is what the heap keeps after three GC cycles.
 	w := "GRPCGrowIdle/size=1MiB-4MiB"
 	register(
-		bench{workload: w, impl: "memkit", once: true, run: func(b *testing.B) { grpcGrowIdle(b, mustGRPCPool()) }},
+		bench{workload: w, impl: "memkit", once: true, run: func(b *testing.B) { grpcGrowIdle(b, must(grpcpool.New())) }},
 		bench{workload: w, impl: "grpc", once: true, run: func(b *testing.B) { grpcGrowIdle(b, nil) }},
 	)
-}
-
-func mustGRPCPool() mem.BufferPool {
-	p, err := grpcpool.New()
-	if err != nil {
-		panic(err)
-	}
-	return p
 }
 
 // grpcRPC measures one RPC per op (unary call, or message and echo on a

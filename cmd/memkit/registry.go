@@ -16,6 +16,16 @@ type bench struct {
 
 func (bn *bench) name() string { return bn.workload + "/impl=" + bn.impl }
 
+// must returns v, or panics with err: for building the allocators the
+// benches run on, whose configurations are constants, so that an error is
+// a bug in this program (BenchmarkWorkloads runs every bench).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 // baseImpl is the implementation every other one is compared with: the
 // ratio column is ns/op divided by this impl's ns/op in the same workload.
 const baseImpl = "memkit"

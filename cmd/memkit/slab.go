@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/ringbuf"
 	"github.com/memkit/memkit/slab"
@@ -41,7 +42,7 @@ func init() {
 		register(
 			bench{workload: w, impl: "memkit", run: func(b *testing.B) { sharedAllocFreeParallel(b, n) }},
 			bench{workload: w, impl: "syncpool", run: func(b *testing.B) { getPutParallel(b, new(syncPool), n) }},
-			bench{workload: w, impl: "bytepool", run: func(b *testing.B) { getPutParallel(b, memkitPool{mustPool()}, n) }},
+			bench{workload: w, impl: "bytepool", run: func(b *testing.B) { getPutParallel(b, memkitPool{must(bytepool.New())}, n) }},
 		)
 	}
 	w := "SlabChain/size=" + sizeName(chainTotal)
@@ -60,17 +61,9 @@ func init() {
 	)
 }
 
-func mustArena(start, slabSize int, opts ...slab.Option) *slab.Arena {
-	a, err := slab.NewArena(start, slabSize, 2, nil, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
-
 // arenaAllocFree is SlabAllocFree on an Arena: Alloc, touch, DecRef.
 func arenaAllocFree(b *testing.B, n int) {
-	a := mustArena(64, 1<<20)
+	a := must(slab.NewArena(64, 1<<20, 2, nil))
 	a.DecRef(a.Alloc(n)) // the first slab of the class is not the steady state
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -81,17 +74,9 @@ func arenaAllocFree(b *testing.B, n int) {
 	}
 }
 
-func mustShared() *slab.Shared {
-	sh, err := slab.NewShared(64, 1<<20, 2, nil)
-	if err != nil {
-		panic(err)
-	}
-	return sh
-}
-
 // sharedAllocFree is SlabAllocFree on a Shared arena, on one goroutine.
 func sharedAllocFree(b *testing.B, n int) {
-	sh := mustShared()
+	sh := must(slab.NewShared(64, 1<<20, 2, nil))
 	sh.DecRef(sh.Alloc(n))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -105,7 +90,7 @@ func sharedAllocFree(b *testing.B, n int) {
 // sharedAllocFreeParallel is SlabAllocFreeParallel: sharedAllocFree on
 // GOMAXPROCS goroutines at once.
 func sharedAllocFreeParallel(b *testing.B, n int) {
-	sh := mustShared()
+	sh := must(slab.NewShared(64, 1<<20, 2, nil))
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -131,7 +116,7 @@ func syncPoolGetPut(b *testing.B, n int) {
 }
 
 func bytepoolGetPut(b *testing.B, n int) {
-	p := mustPool()
+	p := must(bytepool.New())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -163,7 +148,7 @@ func payload() (src, dst []byte) {
 // arena keeps its free slabs (WithIdleSlabs), as a long-lived one would.
 func chainArena(b *testing.B) {
 	src, dst := payload()
-	a := mustArena(chainChunk, 1<<20, slab.WithIdleSlabs(chainTotal>>20))
+	a := must(slab.NewArena(chainChunk, 1<<20, 2, nil, slab.WithIdleSlabs(chainTotal>>20)))
 	w := slab.NewChainWriter(a, chainChunk)
 	r := slab.NewChainReader(a, nil)
 	once := func() {
@@ -233,16 +218,8 @@ func chainFloor(b *testing.B) {
 	b.ReportMetric(float64(chainTotal)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
 
-func mustRing() *ringbuf.Ring {
-	r, err := ringbuf.New(ringSlots, ringRecord, ringbuf.WithPolicy(ringbuf.Overwrite))
-	if err != nil {
-		panic(err)
-	}
-	return r
-}
-
 func ringCopy(b *testing.B) {
-	r := mustRing()
+	r := must(ringbuf.New(ringSlots, ringRecord, ringbuf.WithPolicy(ringbuf.Overwrite)))
 	rec := make([]byte, ringRecord)
 	p := make([]byte, ringRecord)
 	b.ReportAllocs()
@@ -257,7 +234,7 @@ func ringCopy(b *testing.B) {
 }
 
 func ringLend(b *testing.B) {
-	r := mustRing()
+	r := must(ringbuf.New(ringSlots, ringRecord, ringbuf.WithPolicy(ringbuf.Overwrite)))
 	ctx := b.Context()
 	b.ReportAllocs()
 	b.ResetTimer()
