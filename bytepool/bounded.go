@@ -122,7 +122,7 @@ func (p *Pool) putBoundedQuick(b []byte) {
 	c := p.lookup(size)
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	if p.sizes[c] != size || !p.region.contains(ptr) || !p.region.isStart(ptr, int(c)) {
-		p.putSlow(b)
+		p.putClass(b)
 		return
 	}
 	p.markIdle(ptr)

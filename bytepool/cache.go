@@ -13,9 +13,9 @@ import (
 //
 // A Cache is not safe for concurrent use; give each goroutine its own. The
 // zero value is not usable: create one with [Pool.NewCache]. It must not be
-// copied. Get and Put are a class lookup and a slice pop or push, with no
-// lock and no atomic operation (but an add to an Elastic pool's sampled
-// count, for 1 buffer in 64), about half the cost of the pool's. A Cache holds at
+// copied. Get and Put are a table lookup and a pop or push on the class's
+// list, with the idle mark, and no lock, no atomic operation and no shared
+// write: about half the cost of the pool's. A Cache holds at
 // most a magazine per class (64 small buffers, about 512 KiB of a large
 // class) beyond what the pool holds; call [Cache.Release] when the
 // goroutine is done, or those buffers stay out of the pool until the Cache
@@ -27,128 +27,116 @@ import (
 // A Cache counts its Gets and Puts exactly and folds the counts into the
 // pool's [Pool.ReadStats] whenever it refills, spills or is released, so
 // the pool's stats may lag a busy Cache by up to a batch per class. (An
-// Elastic pool's in-use estimate counts a Cache's sampled buffers at once.)
+// Elastic pool's in-use estimate counts the sampled buffers a Cache takes
+// from the pool and gives back to it, and those it holds idle, at the same
+// moments.)
 type Cache struct {
 	_ [0]sync.Mutex // go vet: must not be copied after first use
 
-	// The pool's lookup table and limits, copied so that the hot path
-	// reads only the Cache.
-	tab       []uint8
-	tabEnd    uint
-	stepMask  int
-	stepShift uint
-	sampleMax uintptr
-	plain     bool // the pool is neither Bounded nor zeroing nor checked
+	// What the hot path reads, copied from the pool so that it reads only
+	// the Cache: the lookup table, and the idle mark's secret.
+	tabBase unsafe.Pointer
+	tabEnd  uint           // the pool's, or 0 (every call takes the slow path) unless the pool is plain
+	lists   unsafe.Pointer // &all[0]
+	secret  uint64
 
-	lists []cacheList
-	p     *Pool
+	all  []cacheList
+	idle []uint64 // Elastic: per class, sampled buffers idle in the list, as the pool last saw them
+	p    *Pool
 }
 
+// cacheList is a Cache's free list of one class: 64 bytes on 64-bit
+// platforms, so that finding it is a shift.
 type cacheList struct {
-	bufs   []unsafe.Pointer
-	size   int           // the class size
-	e      *elasticClass // Elastic: the pool's class, for its sampled counts
-	allocs uint64        // not yet folded into the pool
-	frees  uint64
+	bufs   []unsafe.Pointer // the magazine, len(bufs) == cap(bufs): bufs[:n] are idle
+	n      int
+	size   int     // the class size
+	mask   uintptr // the class's alignment mask when the Cache was made (putSlow checks the pool's)
+	allocs uint64  // not yet folded into the pool
+	frees  uint64  // not yet folded into the pool
 }
 
 // NewCache returns a Cache in front of p.
 func (p *Pool) NewCache() *Cache {
-	c := &Cache{
-		tab: p.tab, tabEnd: p.tabEnd, stepMask: p.stepMask, stepShift: p.stepShift,
-		sampleMax: p.sampleMax, plain: p.plain,
-		lists: make([]cacheList, len(p.sizes)),
-		p:     p,
-	}
-	for i := range c.lists {
-		c.lists[i].size = p.sizes[i]
+	c := &Cache{tabBase: p.tabBase, tabEnd: p.fastEnd, secret: p.secret, all: make([]cacheList, len(p.sizes)), p: p}
+	c.idle = make([]uint64, len(c.all))
+	c.lists = unsafe.Pointer(&c.all[0])
+	for i := range c.all {
+		l := &c.all[i]
+		l.size = p.sizes[i]
 		if p.elastic != nil {
-			c.lists[i].e = &p.elastic[i]
+			l.mask = p.elastic[i].alignMask.Load()
 		}
 	}
 	return c
 }
 
-// sampled is [Pool.sampled] from the Cache's copy of the shift.
-func (c *Cache) sampled(ptr unsafe.Pointer) bool {
-	return inSample(ptr, c.sampleMax)
+// list returns class cl's list, cl < len(c.all), which the lookup table
+// guarantees: a shift and an add, no bounds check.
+func (c *Cache) list(cl uint8) *cacheList {
+	return (*cacheList)(unsafe.Add(c.lists, uintptr(cl)*unsafe.Sizeof(cacheList{})))
 }
 
 // Get is [Pool.Get] served from the Cache.
 func (c *Cache) Get(n int) []byte {
-	var cl int
-	if uint(n) < c.tabEnd {
-		cl = int(c.tab[uint(n+c.stepMask)>>(c.stepShift&63)])
-	} else {
-		return c.getLarge(n)
+	if uint(n) >= c.tabEnd {
+		return c.getSlow(n)
 	}
-	l := &c.lists[cl]
-	k := len(l.bufs) - 1
-	if k < 0 || !c.plain {
-		return c.getSlow(cl, n)
+	cl := lookup(c.tabBase, n)
+	l := c.list(cl)
+	k := l.n - 1
+	if uint(k) >= uint(len(l.bufs)) {
+		return c.refill(int(cl), n) // k is -1: the list is empty
 	}
 	ptr := l.bufs[k]
-	l.bufs = l.bufs[:k]
+	l.n = k
 	l.allocs++
-	if c.sampled(ptr) {
-		l.e.cgets.Add(1)
-	}
 	clearIdle(ptr)
 	return slice(ptr, n, l.size)
 }
 
-// getLarge is Get for sizes past the lookup table.
-func (c *Cache) getLarge(n int) []byte {
+// getSlow is Get for sizes past the lookup table, or from a pool that is
+// Bounded, zeroing or checked.
+func (c *Cache) getSlow(n int) []byte {
 	p := c.p
+	if checked.Enabled {
+		return p.Get(n)
+	}
 	if uint(n) > uint(p.maxSize) {
 		return p.getOversize(n)
 	}
-	return c.getSlow(p.class(n), n)
-}
-
-// getSlow is Get for class cl when the list is empty or the pool checks or
-// zeroes what it hands out.
-func (c *Cache) getSlow(cl, n int) []byte {
-	if checked.Enabled {
-		return c.p.Get(n)
-	}
-	l := &c.lists[cl]
-	k := len(l.bufs) - 1
-	if k < 0 {
+	cl := p.class(n)
+	l := &c.all[cl]
+	if l.n == 0 {
 		return c.refill(cl, n)
 	}
-	ptr := l.bufs[k]
-	l.bufs = l.bufs[:k]
+	l.n--
 	l.allocs++
-	if l.e != nil && c.sampled(ptr) {
-		l.e.cgets.Add(1)
-	}
-	return c.p.handOut(ptr, cl, n)
+	return p.handOut(l.bufs[l.n], cl, n)
 }
 
 // Put is [Pool.Put] into the Cache.
 func (c *Cache) Put(b []byte) {
 	size := cap(b)
-	if uint(size) >= c.tabEnd || !c.plain {
+	if uint(size) >= c.tabEnd {
 		c.putSlow(b)
 		return
 	}
-	l := &c.lists[c.tab[uint(size+c.stepMask)>>(c.stepShift&63)]]
+	l := c.list(lookup(c.tabBase, size))
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if l.size != size || len(l.bufs) == cap(l.bufs) || l.e.misaligned(ptr) {
-		c.putSlow(b)
+	bufs, k := l.bufs, l.n
+	if l.size^size|int(uintptr(ptr)&l.mask) != 0 || uint(k) >= uint(len(bufs)) {
+		c.putSlow(b) // not the class's capacity, a moved start, or a full list
 		return
 	}
-	c.p.markIdle(ptr)
-	if c.sampled(ptr) {
-		l.e.cputs.Add(1)
-	}
-	l.bufs = append(l.bufs, ptr)
+	markIdle(ptr, c.secret)
+	bufs[k] = ptr
+	l.n = k + 1
 	l.frees++
 }
 
-// putSlow is Put for large or odd capacities, a full list, or a pool that
-// checks what comes back.
+// putSlow is Put for large or odd capacities, a moved start, a full list,
+// or a pool that is Bounded, zeroing or checked.
 func (c *Cache) putSlow(b []byte) {
 	p := c.p
 	if checked.Enabled {
@@ -162,43 +150,41 @@ func (c *Cache) putSlow(b []byte) {
 		return
 	}
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	l := &c.lists[cl]
+	l := &c.all[cl]
 	if p.region != nil {
 		if !p.release(ptr, cl, size) {
 			return
 		}
 	} else {
-		if l.e.misaligned(ptr) {
+		if p.elastic[cl].misaligned(ptr) {
 			p.counts.badFrees.Add(1)
 			return
 		}
 		p.markIdle(ptr)
-		if c.sampled(ptr) {
-			l.e.cputs.Add(1)
-		}
 	}
-	if len(l.bufs) == cap(l.bufs) {
+	if l.n == len(l.bufs) {
 		c.spill(cl)
 	}
-	l.bufs = append(l.bufs, ptr)
+	l.bufs[l.n] = ptr
+	l.n++
 	l.frees++
 }
 
-// refill fetches half a magazine of class cl from the pool, folding the
-// Cache's counters in on the way, and serves n from it.
+// refill fetches half a magazine of class cl from the pool and serves n
+// from it, settling the class's counts on the way.
 func (c *Cache) refill(cl, n int) []byte {
 	p := c.p
-	l := &c.lists[cl]
+	l := &c.all[cl]
 	if l.bufs == nil {
-		l.bufs = make([]unsafe.Pointer, 0, p.magCap[cl])
+		l.bufs = make([]unsafe.Pointer, p.magCap[cl])
 	}
-	want := l.bufs[:max(cap(l.bufs)/2, 1)]
+	want := l.bufs[:max(len(l.bufs)/2, 1)]
 	got := 0
 	if p.region != nil {
 		d := &p.depots[cl]
 		d.mu.Lock()
 		got = d.take(want)
-		c.fold(cl)
+		c.settle(cl)
 		d.mu.Unlock()
 		if got == 0 {
 			got = p.region.carve(cl, p.sizes[cl], want)
@@ -209,9 +195,9 @@ func (c *Cache) refill(cl, n int) []byte {
 			return p.Get(n)
 		}
 	} else {
-		c.fold(cl)
+		e := &p.elastic[cl]
 		for got < len(want) {
-			ptr, _ := l.e.free.Get().(unsafe.Pointer)
+			ptr, _ := e.free.Get().(unsafe.Pointer)
 			if ptr == nil {
 				break
 			}
@@ -226,13 +212,14 @@ func (c *Cache) refill(cl, n int) []byte {
 			want[0] = ptr
 			got = 1
 		}
+		e.cgets.Add(p.countSampled(want[:got]))
 	}
 	ptr := want[got-1]
 	want[got-1] = nil
-	l.bufs = want[:got-1]
+	l.n = got - 1
 	l.allocs++
-	if l.e != nil && c.sampled(ptr) {
-		l.e.cgets.Add(1)
+	if p.region == nil {
+		c.settle(cl)
 	}
 	return p.handOut(ptr, cl, n)
 }
@@ -240,52 +227,60 @@ func (c *Cache) refill(cl, n int) []byte {
 // spill makes room in class cl's full list: it moves half of it to the
 // pool, or gives a list not yet used its storage.
 func (c *Cache) spill(cl int) {
-	l := &c.lists[cl]
-	if cap(l.bufs) == 0 {
-		l.bufs = make([]unsafe.Pointer, 0, c.p.magCap[cl])
+	l := &c.all[cl]
+	if len(l.bufs) == 0 {
+		l.bufs = make([]unsafe.Pointer, c.p.magCap[cl])
 		return
 	}
-	half := max(len(l.bufs)/2, 1)
-	move := l.bufs[len(l.bufs)-half:]
-	c.give(cl, move)
-	clear(move)
-	l.bufs = l.bufs[:len(l.bufs)-half]
+	c.give(cl, l.n-max(l.n/2, 1))
 }
 
-// give hands idle buffers of class cl to the pool and folds the Cache's
-// counters of the class in.
-func (c *Cache) give(cl int, bufs []unsafe.Pointer) {
+// give hands the idle buffers of class cl's list from index keep on to the
+// pool, and settles the class's counts.
+func (c *Cache) give(cl, keep int) {
 	p := c.p
+	l := &c.all[cl]
+	move := l.bufs[keep:l.n]
 	if p.region != nil {
 		d := &p.depots[cl]
 		d.mu.Lock()
-		d.bufs = append(d.bufs, bufs...)
-		c.fold(cl)
+		d.bufs = append(d.bufs, move...)
+		c.settle(cl)
 		d.mu.Unlock()
-		return
+	} else {
+		e := &p.elastic[cl]
+		e.cputs.Add(p.countSampled(move))
+		for _, ptr := range move {
+			e.free.Put(ptr)
+		}
 	}
-	c.fold(cl)
-	e := c.lists[cl].e
-	for _, ptr := range bufs {
-		e.free.Put(ptr)
+	clear(move)
+	l.n = keep
+	if p.region == nil {
+		c.settle(cl)
 	}
 }
 
-// fold adds class cl's unfolded counters to the pool: to the depot, whose
-// lock the caller holds, in a Bounded pool; to the class's atomics in an
-// Elastic one.
-func (c *Cache) fold(cl int) {
-	l := &c.lists[cl]
-	if l.allocs == 0 && l.frees == 0 {
-		return
-	}
-	if l.e != nil {
-		l.e.cacheAllocs.Add(l.allocs)
-		l.e.cacheFrees.Add(l.frees)
-	} else {
-		d := &c.p.depots[cl]
+// settle brings the pool's figures for class cl up to date with the Cache:
+// it adds the class's unfolded counters to the depot, whose lock the caller
+// holds, in a Bounded pool; in an Elastic one, to the class's atomics, with
+// the number of sampled buffers idle in the list (see [Pool.sampled]).
+func (c *Cache) settle(cl int) {
+	p, l := c.p, &c.all[cl]
+	if p.region != nil {
+		d := &p.depots[cl]
 		d.allocs += l.allocs
 		d.frees += l.frees
+	} else {
+		e := &p.elastic[cl]
+		if l.allocs|l.frees != 0 {
+			e.cacheAllocs.Add(l.allocs)
+			e.cacheFrees.Add(l.frees)
+		}
+		if idle := p.countSampled(l.bufs[:l.n]); idle != c.idle[cl] {
+			e.cidle.Add(idle - c.idle[cl])
+			c.idle[cl] = idle
+		}
 	}
 	l.allocs, l.frees = 0, 0
 }
@@ -293,13 +288,11 @@ func (c *Cache) fold(cl int) {
 // Release returns every buffer the Cache holds to the pool and folds its
 // counters into the pool's stats. The Cache stays usable.
 func (c *Cache) Release() {
-	for cl := range c.lists {
-		l := &c.lists[cl]
-		if len(l.bufs) == 0 && l.allocs == 0 && l.frees == 0 {
+	for cl := range c.all {
+		l := &c.all[cl]
+		if l.n == 0 && l.allocs == 0 && l.frees == 0 && c.idle[cl] == 0 {
 			continue
 		}
-		c.give(cl, l.bufs)
-		clear(l.bufs)
-		l.bufs = l.bufs[:0]
+		c.give(cl, 0)
 	}
 }

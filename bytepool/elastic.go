@@ -36,10 +36,13 @@ type elasticFields struct {
 	alignMask atomic.Uintptr // every buffer of the class starts at a multiple of alignMask+1 (see misaligned)
 	budget    *budget.Budget // the pool's, or nil
 
-	// Sampled counts (see [Pool.sampled]): Get and Put by the Pool, and by
-	// Caches, of the buffers in the sample.
+	// Sampled counts (see [Pool.sampled]): Get and Put by the Pool of the
+	// buffers in the sample; those Caches took from the pool and gave back
+	// to it; and those idle in Caches (a two's-complement sum of the
+	// changes Caches publish).
 	gets, puts   atomic.Uint64
 	cgets, cputs atomic.Uint64
+	cidle        atomic.Uint64
 
 	// Exact counts, touched on slow paths only.
 	cacheAllocs, cacheFrees atomic.Uint64 // folded in by Caches
@@ -110,12 +113,26 @@ func (e *elasticClass) noteAlignment(ptr unsafe.Pointer) {
 // exact.
 const sampleBits = 6
 
-// sampled reports whether the buffer at ptr is in the sample.
-func (p *Pool) sampled(ptr unsafe.Pointer) bool { return inSample(ptr, p.sampleMax) }
+// sampled reports whether the buffer at ptr is in the sample: whether the
+// hash of its address plus the pool's random seed is at most sampleMax, 1
+// in 2^k addresses for sampleMax = 2^(64-k)-1. (Adding the seed keeps
+// regular steps regular, so the hash still spreads them evenly; it makes
+// which buffers are sampled differ from pool to pool and run to run, so
+// that no workload is always the one whose few buffers all are.)
+func (p *Pool) sampled(ptr unsafe.Pointer) bool {
+	return shard.Mix(uintptr(ptr)+p.sampleSeed) <= p.sampleMax
+}
 
-// inSample reports whether the hash of ptr is at most max: 1 in 2^k
-// addresses for max = 2^(64-k)-1.
-func inSample(ptr unsafe.Pointer, max uintptr) bool { return shard.Mix(uintptr(ptr)) <= max }
+// countSampled returns how many of bufs are in the sample.
+func (p *Pool) countSampled(bufs []unsafe.Pointer) uint64 {
+	var k uint64
+	for _, ptr := range bufs {
+		if p.sampled(ptr) {
+			k++
+		}
+	}
+	return k
+}
 
 // sampleMaxFor returns the sampleMax that samples 1 in 2^k buffers.
 func sampleMaxFor(k int) uintptr { return ^uintptr(0) >> k }

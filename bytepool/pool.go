@@ -37,21 +37,21 @@ import (
 // that the GC never scans.
 type Pool struct {
 	// Class lookup, copied from the size-class table for the hot path.
-	minSize   int
-	maxSize   int
-	minShift  uint
-	perShift  uint
-	sizes     []int
-	tab       []uint8 // class of n, indexed by (n+stepMask)>>stepShift, n <= tabMax
-	tabBase   unsafe.Pointer
-	tabMax    int  // the largest n in the table, or -1 for none
-	tabEnd    uint // tabMax+1: uint(n) < tabEnd means n is in the table
-	stepMask  int
-	stepShift uint
+	minSize  int
+	maxSize  int
+	minShift uint
+	perShift uint
+	sizes    []int
+	tab      []uint8 // class of n, indexed by (n+7)>>3, n <= tabMax
+	tabBase  unsafe.Pointer
+	tabMax   int  // the largest n in the table, or -1 for none
+	tabEnd   uint // tabMax+1: uint(n) < tabEnd means n is in the table
+	fastEnd  uint // tabEnd if the pool is plain, else 0: uint(n) < fastEnd means Get and Put take the fast path
 
 	elastic     []elasticClass // Elastic only: one per class
 	elasticBase unsafe.Pointer // &elastic[0]
 	sampleMax   uintptr        // a buffer is sampled if its address hash is at most this
+	sampleSeed  uintptr        // added to the address before hashing, random per pool
 
 	shards []boundedShard // Bounded only
 	depots []depot        // Bounded only: one per class
@@ -94,19 +94,20 @@ func New(opts ...Option) (*Pool, error) {
 		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
 	p := &Pool{
-		minSize:   t.Min(),
-		maxSize:   t.Max(),
-		minShift:  uint(bits.TrailingZeros(uint(t.Min()))),
-		perShift:  uint(bits.TrailingZeros(uint(cfg.perDoubling))),
-		sizes:     t.Sizes(),
-		magCap:    make([]int, t.Len()),
-		zeroed:    cfg.zeroed,
-		plain:     !cfg.zeroed && cfg.policy == Elastic && !checked.Enabled,
-		secret:    rand.Uint64() | 1,
-		policy:    cfg.policy,
-		sampleMax: sampleMaxFor(cfg.sampleBits),
+		minSize:    t.Min(),
+		maxSize:    t.Max(),
+		minShift:   uint(bits.TrailingZeros(uint(t.Min()))),
+		perShift:   uint(bits.TrailingZeros(uint(cfg.perDoubling))),
+		sizes:      t.Sizes(),
+		magCap:     make([]int, t.Len()),
+		zeroed:     cfg.zeroed,
+		plain:      !cfg.zeroed && cfg.policy == Elastic && !checked.Enabled,
+		secret:     rand.Uint64() | 1,
+		policy:     cfg.policy,
+		sampleMax:  sampleMaxFor(cfg.sampleBits),
+		sampleSeed: uintptr(rand.Uint64()),
 	}
-	p.buildTable(t, cfg.perDoubling)
+	p.buildTable(t)
 	for c, size := range p.sizes {
 		p.magCap[c] = magazineSize(size)
 	}
@@ -151,7 +152,7 @@ func magazineSize(size int) int {
 // above it.
 func (p *Pool) class(n int) int {
 	if n <= p.tabMax {
-		return int(p.tab[uint(n+p.stepMask)>>(p.stepShift&63)])
+		return int(p.tab[uint(n+tabStep-1)/tabStep])
 	}
 	if n <= p.minSize {
 		return 0
@@ -160,26 +161,35 @@ func (p *Pool) class(n int) int {
 	return int((e-p.minShift)<<p.perShift) + (n-1-1<<e)>>(e-p.perShift) + 1
 }
 
-// buildTable fills the class lookup table. Every class is a multiple of the
-// smallest class step (MinSize / ClassesPerDoubling), so rounding n up to a
-// step never crosses a class: the table at step granularity is exact. It
-// covers sizes up to 64 KiB (a 4 KiB table at the default 16-byte step),
+// buildTable fills the class lookup table. Every class is a multiple of
+// [sizeclass.MinStep] (8 bytes), so rounding n up to a multiple of 8 never
+// crosses a class: the table at that granularity is exact, and indexing it
+// takes a constant shift. It covers sizes up to 64 KiB (an 8 KiB table),
 // when there are at most 256 classes.
-func (p *Pool) buildTable(t *sizeclass.Table, per int) {
-	step := t.Min() / per
-	p.stepShift = uint(bits.TrailingZeros(uint(step)))
-	p.stepMask = step - 1
+func (p *Pool) buildTable(t *sizeclass.Table) {
 	p.tabMax = min(64<<10, t.Max())
 	if t.Len() > 256 {
 		p.tabMax = -1
 		return
 	}
-	p.tab = make([]uint8, p.tabMax>>p.stepShift+1)
+	p.tab = make([]uint8, p.tabMax/tabStep+1)
 	for i := range p.tab {
-		p.tab[i] = uint8(t.Index(i << p.stepShift))
+		p.tab[i] = uint8(t.Index(i * tabStep))
 	}
 	p.tabBase = unsafe.Pointer(&p.tab[0])
 	p.tabEnd = uint(p.tabMax + 1)
+	if p.plain {
+		p.fastEnd = p.tabEnd
+	}
+}
+
+// tabStep is the lookup table's granularity.
+const tabStep = sizeclass.MinStep
+
+// lookup is the class of n, 0 <= n <= tabMax, from the table at tab: one
+// load, no bounds check (n <= tabMax keeps the index inside the table).
+func lookup(tab unsafe.Pointer, n int) uint8 {
+	return *(*uint8)(unsafe.Add(tab, uint(n+tabStep-1)/tabStep))
 }
 
 // Get returns a buffer of length n whose capacity is n rounded up to its
@@ -200,16 +210,14 @@ func (p *Pool) buildTable(t *sizeclass.Table, per int) {
 // never returned is simply collected by the GC (Elastic) or stays out of
 // the region (Bounded).
 func (p *Pool) Get(n int) []byte {
-	if uint(n) >= p.tabEnd || !p.plain {
-		if p.quickBounded && uint(n) < p.tabEnd {
-			return p.getBoundedQuick(n)
-		}
+	if uint(n) >= p.fastEnd {
 		return p.getSlow(n)
 	}
-	e := p.elasticOf(p.lookup(n))
+	c := p.lookup(n)
+	e := p.elasticOf(c)
 	ptr, _ := e.free.Get().(unsafe.Pointer)
 	if ptr == nil {
-		return p.getNew(p.class(n), n)
+		return p.getNew(int(c), n)
 	}
 	if p.sampled(ptr) {
 		e.gets.Add(1)
@@ -218,15 +226,15 @@ func (p *Pool) Get(n int) []byte {
 	return slice(ptr, n, e.size)
 }
 
-// lookup is the class of n, 0 <= n <= tabMax: one table load, no bounds
-// check (n <= tabMax keeps the index inside the table).
-func (p *Pool) lookup(n int) uint8 {
-	return *(*uint8)(unsafe.Add(p.tabBase, uint(n+p.stepMask)>>(p.stepShift&63)))
-}
+// lookup is the class of n, 0 <= n <= tabMax.
+func (p *Pool) lookup(n int) uint8 { return lookup(p.tabBase, n) }
 
 // getSlow is Get of a size past the lookup table, or from a pool that is
 // Bounded, zeroing or checked.
 func (p *Pool) getSlow(n int) []byte {
+	if p.quickBounded && uint(n) < p.tabEnd {
+		return p.getBoundedQuick(n)
+	}
 	if uint(n) > uint(p.maxSize) {
 		return p.getOversize(n)
 	}
@@ -330,9 +338,12 @@ func (p *Pool) handOutChecked(ptr unsafe.Pointer, c, n int) []byte {
 // odds that a user's own bytes equal the word by chance are 2^-64.
 
 // markIdle marks the buffer at ptr idle, panicking if it already is.
-func (p *Pool) markIdle(ptr unsafe.Pointer) {
+func (p *Pool) markIdle(ptr unsafe.Pointer) { markIdle(ptr, p.secret) }
+
+// markIdle is [Pool.markIdle] with the pool's secret.
+func markIdle(ptr unsafe.Pointer, secret uint64) {
 	w := (*[8]byte)(ptr)
-	want := uint64(uintptr(ptr)) ^ p.secret
+	want := uint64(uintptr(ptr)) ^ secret
 	if binary.NativeEndian.Uint64(w[:]) == want {
 		panic(errDoubleFree)
 	}
@@ -423,11 +434,7 @@ func (p *Pool) fallback(c, n int) []byte {
 // documentation for what an Elastic pool cannot see.
 func (p *Pool) Put(b []byte) {
 	size := cap(b)
-	if uint(size) >= p.tabEnd || !p.plain {
-		if p.quickBounded && uint(size) < p.tabEnd {
-			p.putBoundedQuick(b)
-			return
-		}
+	if uint(size) >= p.fastEnd {
 		p.putSlow(b)
 		return
 	}
@@ -444,56 +451,19 @@ func (p *Pool) Put(b []byte) {
 	e.free.Put(ptr)
 }
 
-// Keep is Put for a pool built on this one that holds idle buffers itself,
-// as buffer.Pool keeps a Buffer's storage with its idle header: it counts
-// b as put back and marks it idle (so a Put or a second Keep of it panics
-// as a double free), but leaves it with the caller, which must call
-// [Pool.Reuse] before it writes to b again, and may instead drop it, for
-// the GC to collect. It reports false, doing nothing, unless the pool is
-// Elastic, neither zeroing nor checked, and b a buffer of a class in the
-// lookup table (up to 64 KiB by default): the caller then calls Put. Keep
-// costs a class lookup and the idle mark, no sync.Pool operation.
-func (p *Pool) Keep(b []byte) bool {
-	size := cap(b)
-	if uint(size) >= p.tabEnd || !p.plain {
-		return false
-	}
-	e := p.elasticOf(p.lookup(size))
-	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if e.size != size || e.misaligned(ptr) {
-		return false
-	}
-	p.markIdle(ptr)
-	if p.sampled(ptr) {
-		e.puts.Add(1)
-	}
-	return true
-}
-
-// Reuse is Get of a buffer the caller kept with [Pool.Keep]: it counts b
-// as handed out again, clears its idle mark, and returns it with length 0
-// and true. If b's idle mark is gone (something wrote into it after Keep)
-// it returns nil and false, counting nothing: the caller must then drop b,
-// which the GC collects.
-func (p *Pool) Reuse(b []byte) ([]byte, bool) {
-	size := cap(b)
-	if uint(size) >= p.tabEnd || !p.plain {
-		return nil, false
-	}
-	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if binary.NativeEndian.Uint64((*[8]byte)(ptr)[:]) != uint64(uintptr(ptr))^p.secret {
-		return nil, false
-	}
-	if p.sampled(ptr) {
-		p.elasticOf(p.lookup(size)).gets.Add(1)
-	}
-	clearIdle(ptr)
-	return b[:0], true
-}
-
 // putSlow is Put of a capacity past the lookup table or of no class, of
 // a moved start, or for a pool that is Bounded, zeroing or checked.
 func (p *Pool) putSlow(b []byte) {
+	if p.quickBounded && uint(cap(b)) < p.tabEnd {
+		p.putBoundedQuick(b)
+		return
+	}
+	p.putClass(b)
+}
+
+// putClass is putSlow past the quick Bounded path: it finds b's class, if
+// any, and checks b against it.
+func (p *Pool) putClass(b []byte) {
 	size := cap(b)
 	c := p.exact(size)
 	if c < 0 {

@@ -73,11 +73,11 @@ func (p *Pool) elasticRows(rows []stats.ClassStats) {
 		row, e := &rows[c], &p.elastic[c]
 		// Read the puts before the gets: a buffer is got before it is put,
 		// so a snapshot taken while both move sees no more puts than gets.
-		puts, cputs := e.puts.Load(), e.cputs.Load()
+		puts, cputs, cidle := e.puts.Load(), e.cputs.Load(), e.cidle.Load()
 		gets, cgets := e.gets.Load(), e.cgets.Load()
 		row.Allocs = gets*scale + e.cacheAllocs.Load()
 		row.Frees = puts*scale + e.cacheFrees.Load()
-		row.LiveObjects = sat(gets+cgets, puts+cputs) * scale
+		row.LiveObjects = sat(gets+cgets, puts+cputs+cidle) * scale
 		row.InUseBytes = row.LiveObjects * row.Size
 		releases := e.releases.Load()
 		row.Grows = e.grows.Load()
