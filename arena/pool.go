@@ -107,6 +107,26 @@ func (p *Pool) Put(a *Arena) {
 		rec = p.trk.Free("Put", uintptr(unsafe.Pointer(a)), 1) // panics for a second Put
 		a.freeing("Put")
 	}
+	// A Put after the next Get (a stale Put: the first owner puts a back
+	// while the next owner uses it) is not caught here, and no generation
+	// can catch it in a release build with this API. A generation needs
+	// two copies to compare: one the allocator bumps at Put, and one in
+	// the handle the owner holds. Get and Put trade a bare *Arena, so the
+	// handle is the pointer itself: both owners hold the same pointer, and
+	// everything reachable from it is the arena's present state, the
+	// second owner's. A stale Put and the second owner's Put are the same
+	// call with the same argument; there is nothing to compare. Handing
+	// out a different pointer per Get would give each owner a handle of
+	// its own, but needs a fresh Arena per Get (an allocation), or, with
+	// K Arena headers recycled over the same chunks, only delays the
+	// header's reuse: a stale Put is then caught within the next K-1 Gets
+	// of that header and missed after, at the cost of moving the header
+	// (its lanes and type cache point into it) at every Put. The checked
+	// build delays reuse that way, holding put arenas back for 4096 Puts.
+	// Nor is the goroutine an owner: an arena may move between goroutines
+	// with its request, and Go exposes no cheap goroutine identity. So the
+	// release build catches only a Put while a is in the pool, with the
+	// state bit below.
 	if a.pooled {
 		panic(msgPutTwice)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/arena"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // What the release build catches of each mistake of the misuse suite
@@ -60,6 +61,32 @@ func TestRelease_WriteAfterResetIsNotCaught(t *testing.T) {
 	if keep != other || *keep != 0 {
 		t.Fatal("the write reached another object")
 	}
+}
+
+// A stale Put, after the next Get handed the arena to another owner, is
+// not caught: both owners hold the same *Arena, so no generation can tell
+// them apart (see the comment in Pool.Put). It resets the next owner's
+// arena, and that owner's own Put is then the one that panics.
+func TestRelease_StalePutAfterNextGetIsNotCaught(t *testing.T) {
+	if race.Enabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	p := arena.NewPool()
+	a := p.Get()
+	p.Put(a)
+	b := p.Get()
+	if b != a {
+		t.Skip("the pool did not hand the arena back (another P)")
+	}
+	x := arena.New[int64](b)
+	*x = 7
+	if got := memtest.PanicOf(func() { p.Put(a) }); got != "" { // the stale Put
+		t.Fatalf("stale Put panicked %q; the release build cannot see it", got)
+	}
+	if y := arena.New[int64](b); y != x || *y != 0 {
+		t.Fatal("the stale Put did not reset the next owner's arena")
+	}
+	memtest.CheckPanic(t, msgPutTwice, func() { p.Put(b) })
 }
 
 // The use of an arena after Put is not caught: the arena is in the pool,
