@@ -1,6 +1,15 @@
-// Package arena is GC-safe typed arenas in stable Go: Go's experimental
-// arena package (GOEXPERIMENT=arenas), with its API and names, so that
-// migrating is a change of import path, and without its build flag.
+// Package arena is typed arenas: Go values of any type, pointers included,
+// allocated one by one and freed all at once, for work whose objects die
+// together (a request's parse tree and messages, a batch's intermediate
+// records). Pick it over sync.Pool when the objects are many, of many
+// types, and die together: one Reset frees them all, where a pool takes a
+// Put per object; pick sync.Pool for one kind of object reused one at a
+// time. Pick bytepool or slab when what you allocate is bytes: they hand
+// out []byte buffers put back one at a time (bytepool) or by reference
+// count (slab), and slab's records are pointer-free, while an arena holds
+// typed values the GC scans. It is Go's experimental arena package
+// (GOEXPERIMENT=arenas), with its API and names, so that migrating is a
+// change of import path, GC-safe and without the build flag.
 //
 //	a := arena.NewArena()
 //	n := arena.New[Node](a)            // zeroed, like new(Node)
@@ -34,8 +43,9 @@
 //     pattern of a server arena per request, or one per loop iteration.
 //   - [Append] grows a slice in the arena; [CloneString] and [CloneBytes]
 //     copy heap data in; [Clone] copies arena data out to the heap.
-//   - Options: [WithChunkSize] (small for thousands of concurrent arenas,
-//     big for batch jobs), [WithBudget] (a byte limit: [TryNew] and
+//   - Options: [WithChunkSize] (the size of the chunks, the memory an arena
+//     bumps through: small for thousands of concurrent arenas, big for
+//     batch jobs), [WithBudget] (a byte limit: [TryNew] and
 //     [TryMakeSlice] return [ErrBudget], [New] falls back to the heap) and
 //     [WithAccount] (report the memory to a server-wide monitor, which may
 //     refuse it); [Arena.ReadStats] gives the bytes in use and reserved.
@@ -52,7 +62,11 @@
 // [WithBudgetAlert] calls a function when the memory an arena holds (or,
 // for a [Pool], all its arenas hold) crosses a threshold, up or down, for
 // load shedding. Both are evaluated only when an arena takes or gives up a
-// chunk, never per object.
+// chunk, never per object. They mean what they mean in every memkit
+// package: WithBudget(n) needs n > 0 (leave it out for no limit), the
+// alert a threshold > 0, not above the budget, and a function; the
+// constructors panic with a "memkit/arena: " message otherwise, and
+// [ErrBudget] matches every memkit package's ErrBudget with errors.Is.
 //
 // # Checked build
 //

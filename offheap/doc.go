@@ -1,5 +1,11 @@
 // Package offheap hands out memory from the operating system (mmap),
-// outside the Go heap.
+// outside the Go heap: large, long-lived buffers that the GC neither scans
+// nor counts, each its own mapping, with guard pages that make an overflow
+// or a use after free fault at once. Pick it directly for a few big
+// buffers (a cache's storage, a memory-mapped table); to carve many small
+// or short-lived buffers out of off-heap memory, pick extent or buddy with
+// their WithOffHeap option instead: they take their blocks from this
+// package and serve each buffer without a system call.
 //
 //	b, err := offheap.Alloc(64 << 20) // len 64 MiB, from mmap
 //	...
@@ -47,8 +53,12 @@
 // bounded quarantine, so the first bad access faults at the instruction
 // that makes it (Linux; elsewhere the option is ignored, see [GuardPages]).
 // [WithBudget] bounds the bytes an Allocator has mapped: past it, Alloc
-// returns [ErrBudget] and nothing changes but Stats.Failures.
-// [WithBudgetAlert] calls a function when they cross a threshold.
+// returns [ErrBudget] (which errors.Is matches with every memkit package's
+// ErrBudget) and nothing changes but Stats.Failures. [WithBudgetAlert]
+// calls a function when they cross a threshold. Both mean what they mean
+// in every memkit package: WithBudget(n) needs n > 0 (leave it out for no
+// limit), the alert a threshold > 0, not above the budget, and a function;
+// [New] returns an error otherwise.
 //
 // # Checked build
 //

@@ -1,5 +1,13 @@
-// Package ringbuf is a bounded ring of fixed-size slots for many writers
-// and readers: the seed's slab ring buffer, without its mutex, its
+// Package ringbuf is a bounded first-in, first-out queue of byte records,
+// each copied into a fixed-size slot of one region taken at [New], for
+// many writers and readers. Pick it over a channel of []byte when the
+// records are bytes of bounded size: a Write copies into memory the ring
+// owns, so nothing is allocated or recycled per record; a full ring
+// follows a [Policy] (reject, overwrite the oldest, or block) instead of
+// only blocking; records can be built and read in place; and its
+// statistics show depth, drops and rejections. Pick a channel for values
+// that hold pointers, for select over several sources, or for close as a
+// signal. It succeeds the seed's slab ring buffer, without its mutex, its
 // per-write allocation or its silent data loss.
 //
 //	r, _ := ringbuf.New(10, 64, ringbuf.WithPolicy(ringbuf.Overwrite))
@@ -27,7 +35,10 @@
 // taken once, never more. When every slot holds a record, Write follows the
 // ring's [Policy]. [WithBudgetAlert] calls a function when the records in
 // the ring cross a threshold, up or down, for load shedding before the ring
-// is full; it is computed from the positions the ring keeps anyway.
+// is full; it is computed from the positions the ring keeps anyway, and
+// counts whole records. As in every memkit package, its threshold must be
+// > 0 and its function non-nil; here the threshold must also be within the
+// ring's size, and [New] returns an error otherwise.
 //
 // # Checked build
 //
