@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-
-	"github.com/memkit/memkit/internal/checked"
 )
 
 // Chainer is what [ChainWriter] and [ChainReader] need of an arena. Both
@@ -263,11 +261,7 @@ func (a *Arena) freeChain(s *slab, i int32) {
 func (a *Arena) unlink(next Loc) (*slab, int32) {
 	s := a.liveLoc(next)
 	if s == nil || s.links == nil || s.links[next.chunk].preds <= 0 {
-		a.badFrees.Add(1)
-		if checked.Enabled {
-			a.staleLoc("LocDecRef", next)
-		}
-		panic(msgStale)
+		panic(a.staleFree(next))
 	}
 	i := int32(next.chunk)
 	s.links[i].preds--
@@ -289,7 +283,7 @@ func (a *Arena) unchain(next Loc) {
 // chainRef adds a chain predecessor's reference to the live chunk nl
 // names, for SetNext. It panics like LocAddRef if nl is stale.
 func (a *Arena) chainRef(nl Loc) {
-	s, i := a.mustLiveLoc(nl, false)
+	s, i := a.mustLiveLoc(nl)
 	a.addRef(&s.chunks[i], msgAddRefFree)
 	if s.links == nil {
 		s.links = make([]link, len(s.chunks))

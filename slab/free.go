@@ -70,30 +70,35 @@ func (a *Arena) DecRef(buf []byte) bool {
 }
 
 // decRefSlow is DecRef off its hot path: it finds the chunk of buf in the
-// index of slabs, panics if there is none, and drops a reference. The
-// last reference to an unchained chunk it hands back to DecRef, whose hot
-// path takes it now that buf's slab is the last one looked up.
+// index of slabs, panics if there is none, and drops a reference.
 func (a *Arena) decRefSlow(buf []byte) bool {
 	s, i := a.chunkOf(buf)
 	if s == nil {
-		a.foreignDecRef(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
+		panic(a.foreignDecRef(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))))
 	}
-	if ch := s.chunkAt(i); ch.refs == 1 && s.links == nil && !checked.Enabled {
-		return a.DecRef(buf) // a.last is s: this takes the hot path
+	ch := s.chunkAt(i)
+	if ch.refs != 1 || s.links != nil || checked.Enabled {
+		return a.decRef(s, i)
 	}
-	return a.decRef(s, i)
+	// The last reference to an unchained chunk, as on the hot path.
+	ch.refs = 0
+	ch.gen++
+	s.cl.freed()
+	if a.pushFree(s, ch, i) {
+		a.slabChanged(s.cl, s)
+	}
+	return true
 }
 
-// foreignDecRef panics for a DecRef of the buffer at p, in no chunk of the
-// arena, after counting it in Stats.BadFrees.
-//
-//go:noinline
-func (a *Arena) foreignDecRef(p uintptr) {
+// foreignDecRef counts a DecRef of the buffer at p, in no chunk of the
+// arena, in Stats.BadFrees, and returns what to panic with (the checked
+// build panics with its report here).
+func (a *Arena) foreignDecRef(p uintptr) string {
 	a.badFrees.Add(1)
 	if checked.Enabled {
 		a.foreignFree("DecRef", p)
 	}
-	panic(msgForeign)
+	return msgForeign
 }
 
 func (a *Arena) decRef(s *slab, i int32) bool {

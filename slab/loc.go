@@ -104,20 +104,27 @@ func (a *Arena) liveLoc(l Loc) *slab {
 
 // mustLiveLoc returns the slab and chunk of l, or panics with
 // "memkit/slab: stale handle" (a StaleHandle report of the calling method
-// in the checked build) if l is stale; isFree counts the panic in
-// Stats.BadFrees.
-func (a *Arena) mustLiveLoc(l Loc, isFree bool) (*slab, int32) {
+// in the checked build) if l is stale.
+func (a *Arena) mustLiveLoc(l Loc) (*slab, int32) {
 	s := a.liveLoc(l)
 	if s == nil {
-		if isFree {
-			a.badFrees.Add(1)
-		}
 		if checked.Enabled {
 			a.staleLoc(callerOp(1), l)
 		}
 		panic(msgStale)
 	}
 	return s, int32(l.chunk)
+}
+
+// staleFree counts a LocDecRef (or a chain's release) of the stale Loc l
+// in Stats.BadFrees and returns what to panic with; the checked build
+// panics with its report here.
+func (a *Arena) staleFree(l Loc) string {
+	a.badFrees.Add(1)
+	if checked.Enabled {
+		a.staleLoc("LocDecRef", l)
+	}
+	return msgStale
 }
 
 // LocToBuf returns the bytes l designates, as a buffer whose capacity runs
@@ -130,7 +137,7 @@ func (a *Arena) LocToBuf(l Loc) []byte {
 	if l.IsNil() {
 		return nil
 	}
-	s, i := a.mustLiveLoc(l, false)
+	s, i := a.mustLiveLoc(l)
 	if uint64(l.off)+uint64(l.n) > uint64(s.chunks[i].size) {
 		panic(msgLocRange)
 	}
@@ -144,7 +151,7 @@ func (a *Arena) LocAddRef(l Loc) {
 	if l.IsNil() {
 		return
 	}
-	s, i := a.mustLiveLoc(l, false)
+	s, i := a.mustLiveLoc(l)
 	a.addRef(&s.chunks[i], msgAddRefFree)
 }
 
@@ -158,6 +165,9 @@ func (a *Arena) LocDecRef(l Loc) bool {
 	if l.IsNil() {
 		return false
 	}
-	s, i := a.mustLiveLoc(l, true)
-	return a.decRef(s, i)
+	s := a.liveLoc(l)
+	if s == nil {
+		panic(a.staleFree(l))
+	}
+	return a.decRef(s, int32(l.chunk))
 }
