@@ -25,8 +25,8 @@ var extentImpls = []byteImpl{
 }
 
 // buddyRegion is the region of the buddy workloads' allocator. They hold
-// one block at a time, so its size only sets how many orders a block is
-// split from on the first Alloc.
+// one allocation at a time, so its size only sets how many orders the
+// first Alloc splits the region through.
 const buddyRegion = 64 << 20
 
 // buddyImpls are compared on every buddy workload, in this order.

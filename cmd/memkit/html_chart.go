@@ -78,16 +78,16 @@ func workloadChart(c *chartData) (string, error) {
 	if count == 0 {
 		return "", nil
 	}
-	// A panel gives each bar a 44 pt slot, within [240, 440] pt, and the
+	// A panel gives each bar 44 pt of width, within [240, 440] pt, and the
 	// panels together fit the page's 885 pt (1180 CSS px).
 	panelW := max(240, min(440, 44*vg.Length(n)+panelMargin, (maxChartWidth-vg.Length(count-1)*panelGap)/vg.Length(count)))
-	slot := (panelW - panelMargin) / vg.Length(n)
-	barW := min(30, slot*0.7)
-	// Tick labels turn 35° when the longest would not fit its slot.
+	perBar := (panelW - panelMargin) / vg.Length(n)
+	barW := min(30, perBar*0.7)
+	// Tick labels turn 35° when the longest would not fit its width.
 	tick := textStyle(9)
 	rotate := false
 	for _, im := range c.impls {
-		if tick.Width(im) > slot-4 {
+		if tick.Width(im) > perBar-4 {
 			rotate = true
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // This file is the slab family: slab.Arena against sync.Pool and bytepool,
-// chains of slab chunks against chunks from the heap, and ringbuf against
+// chains of slab chunks against buffers made on the heap, and ringbuf against
 // a channel and the seed's mutex ring.
 
 // slabSizes are the request sizes of SlabAllocFree.
@@ -174,8 +174,8 @@ func chainArena(b *testing.B) {
 	b.ReportMetric(float64(chainTotal)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 }
 
-// chainHeap is the baseline: the payload copied into 64 KiB chunks made on
-// the heap, read back, and left to the GC.
+// chainHeap is the baseline: the payload copied into 64 KiB buffers made
+// on the heap, read back, and left to the GC.
 func chainHeap(b *testing.B) {
 	src, dst := payload()
 	chunks := make([][]byte, 0, chainTotal/chainChunk)
