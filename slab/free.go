@@ -53,7 +53,7 @@ func (a *Arena) DecRef(buf []byte) bool {
 		return a.decRefSlow(buf)
 	}
 	i := s.chunkIndex(uint32(d))
-	if !s.holds(i, uint32(d), cap(buf)) {
+	if s.outside(i, uint32(d), cap(buf)) {
 		return a.decRefSlow(buf)
 	}
 	ch := s.chunkAt(int32(i))

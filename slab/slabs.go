@@ -276,17 +276,17 @@ func (a *Arena) chunkOf(buf []byte) (*slab, int32) {
 	}
 	off := uint32(p - s.base)
 	i := s.chunkIndex(off)
-	if !s.holds(i, off, cap(buf)) {
+	if s.outside(i, off, cap(buf)) {
 		return nil, 0
 	}
 	return s, int32(i)
 }
 
-// holds reports whether the n bytes at offset off of s lie inside chunk i,
-// the chunk whose index chunkIndex(off) gave: the bounds test of every
-// lookup of a buffer, small enough to inline.
-func (s *slab) holds(i, off uint32, n int) bool {
-	return i < uint32(len(s.chunks)) && uint64(off-i*s.size)+uint64(n) <= uint64(s.size)
+// outside reports whether the n bytes at offset off of s run outside
+// chunk i, the chunk whose index chunkIndex(off) gave: the bounds test of
+// every lookup of a buffer, small enough to inline.
+func (s *slab) outside(i, off uint32, n int) bool {
+	return i >= uint32(len(s.chunks)) || uint64(off-i*s.size)+uint64(n) > uint64(s.size)
 }
 
 // mustChunkOf is chunkOf for methods that panic on a foreign buffer.
