@@ -9,8 +9,8 @@ import (
 	"github.com/memkit/memkit/internal/sysmem"
 )
 
-// Arena is a region of memory in which objects of any type are allocated
-// one by one ([New], [MakeSlice], [Append], [CloneString], ...) and freed
+// Arena is memory, taken from the heap in chunks as it grows, in which
+// objects of any type are allocated one by one ([New], [MakeSlice], [Append], [CloneString], ...) and freed
 // all at once ([Arena.Reset] to reuse the memory, [Arena.Free] to give it
 // up), as with Go's experimental arena package, but GC-safe and without
 // GOEXPERIMENT.
@@ -69,8 +69,8 @@ func cacheIndex(k unsafe.Pointer) uintptr {
 	return uintptr(uint32(uintptr(k))*0x9E3779B9) >> (32 - 4)
 }
 
-// NewArena returns an empty arena configured by opts. It panics if an
-// option is out of range.
+// NewArena returns an empty arena configured by opts. It panics with a
+// "memkit/arena: " message naming the first option out of range.
 func NewArena(opts ...Option) *Arena {
 	a := &Arena{}
 	a.init(newConfig(opts))

@@ -30,17 +30,7 @@ func wantReport(t *testing.T, op, kind string, freed bool, f func()) *checked.Mi
 	if m == nil {
 		t.Fatalf("panic %v; want a *checked.Misuse", other)
 	}
-	if m.Allocator != "arena" || m.Op != op || m.Kind != kind {
-		t.Fatalf("misuse %s/%s/%s; want arena/%s/%s\n%v", m.Allocator, m.Op, m.Kind, op, kind, m)
-	}
-	msg := m.Error()
-	fn := "\tgithub.com/memkit/memkit/arena_test." + strings.SplitN(t.Name(), "/", 2)[0] + "\n"
-	if !strings.Contains(msg, "allocated at:\n"+fn) {
-		t.Errorf("the report does not start the allocation stack at %s:\n%s", t.Name(), msg)
-	}
-	if freed && !strings.Contains(msg, "first freed at:\n"+fn) {
-		t.Errorf("the report does not start the free stack at %s:\n%s", t.Name(), msg)
-	}
+	memtest.CheckMisuse(t, m, "arena", op, kind, strings.SplitN(t.Name(), "/", 2)[0], freed)
 	return m
 }
 

@@ -26,17 +26,7 @@ func wantReport(t *testing.T, op, kind string, back bool, f func()) *checked.Mis
 	if m == nil {
 		t.Fatalf("panic %v; want a *checked.Misuse", other)
 	}
-	if m.Allocator != "ringbuf" || m.Op != op || m.Kind != kind {
-		t.Fatalf("misuse %s/%s/%s; want ringbuf/%s/%s\n%v", m.Allocator, m.Op, m.Kind, op, kind, m)
-	}
-	msg := m.Error()
-	fn := "\tgithub.com/memkit/memkit/ringbuf_test." + t.Name() + "\n"
-	if !strings.Contains(msg, "allocated at:\n"+fn) {
-		t.Errorf("the report does not start the lend's stack at %s:\n%s", t.Name(), msg)
-	}
-	if back && !strings.Contains(msg, "first freed at:\n"+fn) {
-		t.Errorf("the report does not start the hand-back's stack at %s:\n%s", t.Name(), msg)
-	}
+	memtest.CheckMisuse(t, m, "ringbuf", op, kind, t.Name(), back)
 	return m
 }
 
