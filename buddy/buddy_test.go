@@ -39,8 +39,6 @@ func readStats(a *buddy.Allocator) memkit.Stats {
 	return s
 }
 
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))) }
-
 // sources are the region sources every behavioural test runs against.
 var sources = []struct {
 	name string
@@ -130,18 +128,18 @@ func TestNew_NilOptionAndAlertThreshold(t *testing.T) {
 func TestAllocator_AllocRoundsToPowerOfTwoAndLocksCapacity(t *testing.T) {
 	forEachSource(t, 1<<20, 64, func(t *testing.T, a *buddy.Allocator) {
 		whole := mustAlloc(t, a, 1<<20)
-		base := addr(whole)
+		base := memtest.Addr(whole)
 		a.Free(whole)
 		for _, tc := range []struct{ n, c int }{{0, 64}, {1, 64}, {64, 64}, {65, 128}, {3000, 4096}, {4096, 4096}, {1 << 20, 1 << 20}} {
 			b := mustAlloc(t, a, tc.n)
 			if len(b) != tc.n || cap(b) != tc.c || a.BlockSize(tc.n) != tc.c {
 				t.Fatalf("Alloc(%d): len %d cap %d; want len %d cap %d", tc.n, len(b), cap(b), tc.n, tc.c)
 			}
-			if (addr(b)-base)%uintptr(tc.c) != 0 {
-				t.Fatalf("Alloc(%d) at offset %d: not aligned to its size", tc.n, addr(b)-base)
+			if (memtest.Addr(b)-base)%uintptr(tc.c) != 0 {
+				t.Fatalf("Alloc(%d) at offset %d: not aligned to its size", tc.n, memtest.Addr(b)-base)
 			}
 			full := b[:cap(b)]
-			if g := append(full, 1); addr(g) == addr(full) {
+			if g := append(full, 1); memtest.Addr(g) == memtest.Addr(full) {
 				t.Fatalf("Alloc(%d): append past cap wrote in place", tc.n)
 			}
 			a.Free(b)
@@ -198,7 +196,7 @@ func TestAllocator_LazyMergeKeepsSteadyStateLocal(t *testing.T) {
 	}
 	for range 1000 {
 		c := mustAlloc(t, a, 64)
-		if addr(c) != addr(b) {
+		if memtest.Addr(c) != memtest.Addr(b) {
 			t.Fatal("Alloc+Free loop did not reuse the same block")
 		}
 		a.Free(c)
@@ -214,15 +212,15 @@ func TestAllocator_DoubleFreePanics(t *testing.T) {
 		b := mustAlloc(t, a, 100)
 		c := mustAlloc(t, a, 100)
 		a.Free(b)
-		checkBadFree(t, "memkit/buddy: double free", checked.DoubleFree, func() { a.Free(b) })
+		memtest.WantMisuse(t, "buddy", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(b) })
 		// Merged into a larger free block: still a double free.
 		for range buddy.LazyReserve + 1 {
 			a.Free(mustAlloc(t, a, 64))
 		}
 		a.Free(c)
 		a.Coalesce()
-		checkBadFree(t, "memkit/buddy: double free", checked.DoubleFree, func() { a.Free(c) })
-		checkBadFree(t, "memkit/buddy: double free", checked.DoubleFree, func() { a.Free(c[64:]) })
+		memtest.WantMisuse(t, "buddy", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(c) })
+		memtest.WantMisuse(t, "buddy", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(c[64:]) })
 		if s := readStats(a); s.BadFrees != 3 {
 			t.Fatalf("BadFrees = %d; want 3", s.BadFrees)
 		}
@@ -246,7 +244,7 @@ func TestAllocator_ForeignFreePanics(t *testing.T) {
 			{"grown capacity", unsafe.Slice(unsafe.SliceData(b), 512), checked.MovedFree},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				checkBadFree(t, "memkit/buddy: foreign memory", tc.kind, func() { a.Free(tc.b) })
+				memtest.WantMisuse(t, "buddy", panicForeign, "Free", tc.kind, func() { a.Free(tc.b) })
 			})
 		}
 		a.Free(b[:0]) // length does not matter
@@ -290,7 +288,7 @@ func TestAllocator_StatsPerOrder(t *testing.T) {
 }
 
 func TestAllocator_ZeroAllocs(t *testing.T) {
-	releaseOnly(t)
+	memtest.ReleaseOnly(t)
 	a := mustNew(t, 1<<20, 64)
 	for _, n := range []int{64, 4096, 100000} {
 		if got := testing.AllocsPerRun(100, func() {
@@ -319,7 +317,7 @@ func TestAllocator_Close(t *testing.T) {
 		if _, err := a.Alloc(64); !errors.Is(err, buddy.ErrClosed) {
 			t.Fatalf("Alloc after Close: %v; want ErrClosed", err)
 		}
-		checkBadFree(t, "memkit/buddy: foreign memory", checked.ForeignFree, func() { a.Free(b) })
+		memtest.WantMisuse(t, "buddy", panicForeign, "Free", checked.ForeignFree, func() { a.Free(b) })
 		if s := readStats(a); s.ReservedBytes != 0 || s.Releases != 1 || s.FreeBytes != 0 || s.LargestFree != 0 {
 			t.Fatalf("stats after Close: %v", &s)
 		}

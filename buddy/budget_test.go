@@ -6,6 +6,7 @@ import (
 
 	"github.com/memkit/memkit/buddy"
 	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 type alertCall struct {
@@ -72,7 +73,7 @@ func TestAllocator_BudgetAlertOnClose(t *testing.T) {
 
 // The alert costs the hot path an add and a compare: no allocation.
 func TestAllocator_BudgetAlertZeroAllocs(t *testing.T) {
-	releaseOnly(t)
+	memtest.ReleaseOnly(t)
 	calls := 0
 	a := mustNew(t, 1<<20, 64, buddy.WithBudgetAlert(1<<19, func(int64, bool) { calls++ }))
 	big := mustAlloc(t, a, 1<<19) // above

@@ -25,10 +25,10 @@ func checkMisuse(t *testing.T, m *checked.Misuse, op, kind, test string, freed b
 
 func TestMisuse_ForeignFree(t *testing.T) {
 	a := mustNew(t, 4096, 64)
-	checkMisuse(t, misuseOf(func() { a.Free(make([]byte, 64)) }), "Free", checked.ForeignFree, "", false)
+	memtest.WantMisuse(t, "buddy", panicForeign, "Free", checked.ForeignFree, func() { a.Free(make([]byte, 64)) })
 	other := mustNew(t, 4096, 64)
 	b, _ := other.Alloc(64)
-	checkMisuse(t, misuseOf(func() { a.Free(b) }), "Free", checked.ForeignFree, "", false)
+	memtest.WantMisuse(t, "buddy", panicForeign, "Free", checked.ForeignFree, func() { a.Free(b) })
 	if s := readStats(a); s.BadFrees != 2 {
 		t.Fatalf("BadFrees = %d; want 2", s.BadFrees)
 	}
@@ -38,7 +38,8 @@ func TestMisuse_MovedStart(t *testing.T) {
 	a := mustNew(t, 4096, 64)
 	b, _ := a.Alloc(256)
 	for _, moved := range [][]byte{b[1:], b[64:], unsafe.Slice(unsafe.SliceData(b), 512)} {
-		checkMisuse(t, misuseOf(func() { a.Free(moved) }), "Free", checked.MovedFree, "TestMisuse_MovedStart", false)
+		m, _ := memtest.MisuseOf(func() { a.Free(moved) })
+		checkMisuse(t, m, "Free", checked.MovedFree, "TestMisuse_MovedStart", false)
 	}
 	a.Free(b) // unchanged by the reports
 }
@@ -47,7 +48,7 @@ func TestMisuse_Overflow(t *testing.T) {
 	a := mustNew(t, 4096, 64)
 	b, _ := a.Alloc(100)
 	b[:cap(b)][100] = 'x' // one past the length, inside the block
-	m := misuseOf(func() { a.Free(b) })
+	m, _ := memtest.MisuseOf(func() { a.Free(b) })
 	checkMisuse(t, m, "Free", checked.Overflow, "TestMisuse_Overflow", false)
 	if !strings.Contains(m.Detail, "byte 100 of the 128-byte block") {
 		t.Errorf("detail %q", m.Detail)
@@ -67,7 +68,7 @@ func TestMisuse_Leak(t *testing.T) {
 	if err != nil || len(leaks) != 1 {
 		t.Fatalf("Leaks = %v, %v", leaks, err)
 	}
-	if l := leaks[0]; l.Allocator != "buddy" || l.Addr != addr(keep) || l.Size != 100 ||
+	if l := leaks[0]; l.Allocator != "buddy" || l.Addr != memtest.Addr(keep) || l.Size != 100 ||
 		!strings.Contains(l.String(), "allocated at:\n\tgithub.com/memkit/memkit/buddy_test.TestMisuse_Leak") {
 		t.Fatalf("leak %v", l)
 	}

@@ -2,7 +2,6 @@ package buddy_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -87,16 +86,15 @@ func FuzzAllocator(f *testing.F) {
 					// new owner's block is freed under it, which the model
 					// then forgets. Every other block must stay intact.
 					victim := m.Live[j].Buf
-					if v, ok := panicOf(func() { a.Free(b) }); ok {
-						if !isMemkitPanic(v) {
+					if v, ok := memtest.PanicValue(func() { a.Free(b) }); ok {
+						if !memtest.IsPanicOf("buddy", v) {
 							t.Fatalf("second free after reuse: panic %v", v)
 						}
 						bad++
 						continue
 					}
 					// Unverified: the Free poisoned it in the checked build.
-					m.Live[j] = m.Live[len(m.Live)-1]
-					m.Live = m.Live[:len(m.Live)-1]
+					m.Drop(j)
 					frees++
 					inUse -= cap(victim)
 					if err := m.VerifyAll(); err != nil {
@@ -110,7 +108,7 @@ func FuzzAllocator(f *testing.F) {
 					// block, as far as the allocator can tell.
 					want, kind = "memkit/buddy: foreign memory", checked.MovedFree
 				}
-				if !badFreeOK(want, func() { a.Free(b) }, kind) {
+				if !memtest.BadFreeOK("buddy", "Free", func() { a.Free(b) }, []string{want}, kind) {
 					t.Fatalf("double Free: panic %q; want %q", memtest.PanicOf(func() { a.Free(b) }), want)
 				}
 				bad++
@@ -119,7 +117,7 @@ func FuzzAllocator(f *testing.F) {
 				if cap(b) <= minBlock {
 					continue
 				}
-				if !badFreeOK("memkit/buddy: foreign memory", func() { a.Free(b[minBlock:]) }, checked.MovedFree) {
+				if !memtest.BadFreeOK("buddy", "Free", func() { a.Free(b[minBlock:]) }, []string{panicForeign}, checked.MovedFree) {
 					t.Fatalf("interior Free: panic %q", memtest.PanicOf(func() { a.Free(b[minBlock:]) }))
 				}
 				bad++
@@ -129,13 +127,13 @@ func FuzzAllocator(f *testing.F) {
 				// block is in its quarantine. The byte is put back, so
 				// that the poison check of a later Alloc stays quiet.
 				b := freed[int(ops.Byte())%len(freed)]
-				if covered(m, b) || overlapsLive(m, b) {
+				if covered(m, b) || m.Overlaps(b) {
 					continue
 				}
 				b = b[:cap(b)] // Alloc(0)'s block is empty but holds minBlock bytes
 				old := b[0]
 				b[0] = ^old
-				if v, ok := panicOf(func() { panicWithLeaksError(a) }); ok {
+				if v, ok := memtest.PanicValue(func() { memtest.PanicWithLeaksError(a) }); ok {
 					if m, _ := v.(*checked.Misuse); m == nil || m.Kind != checked.UseAfterFree {
 						t.Fatalf("write after free: Leaks panicked %v; want UseAfterFree", v)
 					}
@@ -206,7 +204,7 @@ func fits(m *memtest.Model, a *buddy.Allocator, n int) bool {
 		lo, hi := base+uintptr(off), base+uintptr(off+bs)
 		free := true
 		for _, blk := range m.Live {
-			p := addr(blk.Buf)
+			p := memtest.Addr(blk.Buf)
 			if p < hi && lo < p+uintptr(cap(blk.Buf)) {
 				free = false
 				break
@@ -238,51 +236,18 @@ func regionBase(a *buddy.Allocator) uintptr { return a.Base() }
 // -1.
 func liveAt(m *memtest.Model, b []byte) int {
 	for i, blk := range m.Live {
-		if addr(blk.Buf) == addr(b) {
+		if memtest.Addr(blk.Buf) == memtest.Addr(b) {
 			return i
 		}
 	}
 	return -1
 }
 
-// overlapsLive reports whether any byte of b's block is in a live block.
-func overlapsLive(m *memtest.Model, b []byte) bool {
-	for _, blk := range m.Live {
-		if memtest.Overlap(b[:cap(b)], blk.Buf[:cap(blk.Buf)]) {
-			return true
-		}
-	}
-	return false
-}
-
-// panicOf runs f and returns what it panicked with, and whether it did.
-func panicOf(f func()) (v any, panicked bool) {
-	panicked = true
-	defer func() {
-		if panicked {
-			v = recover()
-		}
-	}()
-	f()
-	panicked = false
-	return nil, false
-}
-
-// isMemkitPanic reports whether v is a panic of this package: its message
-// in the release build, a *checked.Misuse in the checked build.
-func isMemkitPanic(v any) bool {
-	if m, ok := v.(*checked.Misuse); ok {
-		return m.Allocator == "buddy"
-	}
-	s, ok := v.(string)
-	return ok && strings.HasPrefix(s, "memkit/buddy: ")
-}
-
 // covered reports whether b's start lies inside a live block.
 func covered(m *memtest.Model, b []byte) bool {
-	p := addr(b)
+	p := memtest.Addr(b)
 	for _, blk := range m.Live {
-		q := addr(blk.Buf)
+		q := memtest.Addr(blk.Buf)
 		if q <= p && p < q+uintptr(cap(blk.Buf)) {
 			return true
 		}

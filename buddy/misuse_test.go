@@ -1,11 +1,9 @@
 package buddy_test
 
 import (
-	"errors"
 	"testing"
 	"unsafe"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/buddy"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
@@ -28,15 +26,6 @@ func newWithOthers(t testing.TB) (*buddy.Allocator, func() error) {
 		}
 	}
 	return a, m.VerifyAll
-}
-
-// panicWithLeaksError calls memkit.Leaks on src and panics with its error,
-// if any: the check a test makes at its end, made part of the mistake so
-// that the table can state what it reports.
-func panicWithLeaksError(src memkit.StatsSource) {
-	if _, err := memkit.Leaks(src); err != nil && !errors.Is(err, memkit.ErrNotChecked) {
-		panic(err)
-	}
 }
 
 // mistakes is buddy's misuse table: every mistake of the README's safety
@@ -101,7 +90,7 @@ var mistakes = []memtest.Mistake{
 			a.Free(b)
 			return func() {
 				b[42] = 1
-				panicWithLeaksError(a)
+				memtest.PanicWithLeaksError(a)
 			}, intact
 		},
 	},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 type alertCall struct {
@@ -118,7 +119,7 @@ func TestShared_BudgetAlertOnClose(t *testing.T) {
 
 // The alert costs the hot path nothing: no allocation, no call.
 func TestAllocator_BudgetAlertZeroAllocs(t *testing.T) {
-	releaseOnly(t)
+	memtest.ReleaseOnly(t)
 	calls := 0
 	a := mustNew(t, extent.WithBudgetAlert(1, func(int64, bool) { calls++ }))
 	a.Free(a.Malloc(64))

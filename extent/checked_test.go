@@ -40,7 +40,7 @@ func TestMisuse_DoubleFreeOfAPart(t *testing.T) {
 	b := a.Malloc(100)
 	a.Free(b[20:30])
 	// The whole allocation: its bytes 20 to 30 are free already.
-	m := misuseOf(func() { a.Free(b) })
+	m, _ := memtest.MisuseOf(func() { a.Free(b) })
 	checkMisuse(t, m, "Free", checked.DoubleFree, "TestMisuse_DoubleFreeOfAPart", true)
 	if !strings.Contains(m.Detail, "from byte 20 of the 100 freed") {
 		t.Errorf("detail %q", m.Detail)
@@ -52,11 +52,11 @@ func TestMisuse_DoubleFreeOfAPart(t *testing.T) {
 func TestMisuse_ForeignFree(t *testing.T) {
 	a := newAllocator(t)
 	a.Malloc(10)
-	checkMisuse(t, misuseOf(func() { a.Free(make([]byte, 64)) }), "Free", checked.ForeignFree, "", false)
+	memtest.WantMisuse(t, "extent", panicForeign, "Free", checked.ForeignFree, func() { a.Free(make([]byte, 64)) })
 	other := newAllocator(t)
-	checkMisuse(t, misuseOf(func() { a.Free(other.Malloc(10)) }), "Free", checked.ForeignFree, "", false)
+	memtest.WantMisuse(t, "extent", panicForeign, "Free", checked.ForeignFree, func() { a.Free(other.Malloc(10)) })
 	sh, _ := extent.NewShared()
-	checkMisuse(t, misuseOf(func() { sh.Free(make([]byte, 8)) }), "Free", checked.ForeignFree, "", false)
+	memtest.WantMisuse(t, "extent", panicForeign, "Free", checked.ForeignFree, func() { sh.Free(make([]byte, 8)) })
 }
 
 // A Free whose start moved frees part of the allocation: not a mistake.
@@ -66,7 +66,7 @@ func TestMisuse_MovedStartIsAPartialFree(t *testing.T) {
 	b := a.Malloc(100)
 	a.Free(b[1:])
 	leaks, err := memkit.Leaks(a)
-	if err != nil || len(leaks) != 1 || leaks[0].Addr != addr(b) || leaks[0].Size != 1 ||
+	if err != nil || len(leaks) != 1 || leaks[0].Addr != memtest.Addr(b) || leaks[0].Size != 1 ||
 		!strings.Contains(leaks[0].Stack, "extent_test.TestMisuse_MovedStartIsAPartialFree") {
 		t.Fatalf("Leaks = %v, %v", leaks, err)
 	}
@@ -82,7 +82,7 @@ func TestMisuse_FreePastTheEnd(t *testing.T) {
 	b := a.Malloc(100)
 	a.Malloc(100)
 	past := unsafe.Slice(unsafe.SliceData(b), len(b)+1)
-	m := misuseOf(func() { a.Free(past) })
+	m, _ := memtest.MisuseOf(func() { a.Free(past) })
 	checkMisuse(t, m, "Free", checked.ForeignFree, "TestMisuse_FreePastTheEnd", false)
 	if !strings.Contains(m.Detail, "guard bytes") {
 		t.Errorf("detail %q", m.Detail)
@@ -94,7 +94,7 @@ func TestMisuse_FreePastTheEnd(t *testing.T) {
 func TestMisuse_FreeBorrowed(t *testing.T) {
 	a := newAllocator(t)
 	b := a.Borrow(100)
-	m := misuseOf(func() { a.Free(b) })
+	m, _ := memtest.MisuseOf(func() { a.Free(b) })
 	checkMisuse(t, m, "Free", checked.ForeignFree, "", false)
 	if !strings.Contains(m.Detail, "Borrow") {
 		t.Errorf("detail %q", m.Detail)
@@ -108,10 +108,10 @@ func TestMisuse_WriteAfterRecycle(t *testing.T) {
 	x := a.Borrow(100)
 	a.Recycle()
 	x[3] = 1
-	m := misuseOf(func() { a.Borrow(100) })
+	m, _ := memtest.MisuseOf(func() { a.Borrow(100) })
 	checkMisuse(t, m, "Borrow", checked.UseAfterFree, "TestMisuse_WriteAfterRecycle", true)
-	if m.Addr != addr(x) {
-		t.Errorf("misuse at %#x; want %#x", m.Addr, addr(x))
+	if m.Addr != memtest.Addr(x) {
+		t.Errorf("misuse at %#x; want %#x", m.Addr, memtest.Addr(x))
 	}
 }
 
@@ -129,7 +129,7 @@ func TestMisuse_Overflow(t *testing.T) {
 			a := newAllocator(t)
 			b := a.Malloc(100)
 			unsafe.Slice(unsafe.SliceData(b), 101)[100] = 'x' // one past the end
-			m := misuseOf(func() { tc.free(a, b) })
+			m, _ := memtest.MisuseOf(func() { tc.free(a, b) })
 			checkMisuse(t, m, tc.op, checked.Overflow, "TestMisuse_Overflow", false)
 			if !strings.Contains(m.Detail, "guard byte 0 ") {
 				t.Errorf("detail %q", m.Detail)
@@ -148,7 +148,7 @@ func TestMisuse_Leak(t *testing.T) {
 		t.Fatalf("Leaks = %v, %v", leaks, err)
 	}
 	l := leaks[0]
-	if l.Allocator != "extent" || l.Addr != addr(keep) || l.Size != 60 ||
+	if l.Allocator != "extent" || l.Addr != memtest.Addr(keep) || l.Size != 60 ||
 		!strings.Contains(l.String(), "allocated at:\n\tgithub.com/memkit/memkit/extent_test.TestMisuse_Leak") {
 		t.Fatalf("leak %v", l)
 	}
@@ -172,12 +172,12 @@ func TestMisuse_SpanningFree(t *testing.T) {
 	x := a.Malloc(100)
 	a.Malloc(100)
 	z := a.Malloc(100)
-	a.Free(unsafe.Slice(unsafe.SliceData(x), addr(z)+uintptr(len(z))-addr(x)))
+	a.Free(unsafe.Slice(unsafe.SliceData(x), memtest.Addr(z)+uintptr(len(z))-memtest.Addr(x)))
 	if leaks, _ := memkit.Leaks(a); len(leaks) != 0 {
 		t.Fatalf("leaks: %v", leaks)
 	}
 	// Ending inside the guard bytes of an allocation is not.
 	x, y := a.Malloc(100), a.Malloc(100)
-	m := misuseOf(func() { a.Free(unsafe.Slice(unsafe.SliceData(x), addr(y)-addr(x)-1)) })
+	m, _ := memtest.MisuseOf(func() { a.Free(unsafe.Slice(unsafe.SliceData(x), memtest.Addr(y)-memtest.Addr(x)-1)) })
 	checkMisuse(t, m, "Free", checked.ForeignFree, "TestMisuse_SpanningFree", false)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
 
@@ -59,8 +60,6 @@ func checkTree(t *testing.T, a *extent.Allocator) {
 		t.Fatal("free-range index:", msg)
 	}
 }
-
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))) }
 
 // sources are the block sources every behavioural test runs against.
 var sources = []struct {
@@ -143,10 +142,10 @@ func TestAllocator_MallocExactSizeLockedCapacity(t *testing.T) {
 			if len(b) != n || cap(b) != n {
 				t.Fatalf("Malloc(%d): len %d cap %d", n, len(b), cap(b))
 			}
-			if g := append(b, 1); addr(g) == addr(b) {
+			if g := append(b, 1); memtest.Addr(g) == memtest.Addr(b) {
 				t.Fatalf("Malloc(%d): append past cap wrote in place", n)
 			}
-			if prev != nil && addr(b) != addr(prev)+uintptr(len(prev)+extent.GuardTail) {
+			if prev != nil && memtest.Addr(b) != memtest.Addr(prev)+uintptr(len(prev)+extent.GuardTail) {
 				t.Fatalf("Malloc(%d) not carved right after the previous range (first fit)", n)
 			}
 			prev = b
@@ -200,7 +199,7 @@ func TestAllocator_FreeRest(t *testing.T) {
 	}
 	// The freed tail is reused.
 	c := a.Malloc(994)
-	if addr(c) != addr(b)+6 {
+	if memtest.Addr(c) != memtest.Addr(b)+6 {
 		t.Fatal("the freed tail was not reused first")
 	}
 	memtest.CheckPanic(t, "memkit/extent: FreeRest keep out of range", func() { a.FreeRest(h, 7) })
@@ -218,15 +217,15 @@ func TestAllocator_DoubleFreePanics(t *testing.T) {
 		c := a.Malloc(100)
 		a.Malloc(100)
 		a.Free(b)
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(b) })
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(b[10:20]) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(b) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(b[10:20]) })
 		// Overlapping a free range on either side.
 		a.Free(c[40:60])
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(c[50:70]) })
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(c[30:41]) })
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(c[0:100]) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(c[50:70]) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(c[30:41]) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(c[0:100]) })
 		// Spanning the free range b and the live c.
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(unsafe.Slice(unsafe.SliceData(b), 150)) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(unsafe.Slice(unsafe.SliceData(b), 150)) })
 		if s := readStats(a); s.BadFrees != 6 {
 			t.Fatalf("BadFrees = %d; want 6", s.BadFrees)
 		}
@@ -241,16 +240,16 @@ func TestAllocator_ForeignFreePanics(t *testing.T) {
 		a := mustNew(t, append(opts, extent.WithBlockSize(4096))...)
 		defer a.Close()
 		b := a.Malloc(4096 - extent.GuardTail) // the whole block
-		checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { a.Free(make([]byte, 64)) })
+		memtest.WantMisuse(t, "extent", panicForeign, "Free", checked.ForeignFree, func() { a.Free(make([]byte, 64)) })
 		bad := uint64(1)
 		if len(opts) > 0 {
 			// Past the block's end (a slice that checkptr, under -race,
 			// only lets us build outside the Go heap).
-			checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { a.Free(unsafe.Slice(unsafe.SliceData(b[4000:]), 200)) })
+			memtest.WantMisuse(t, "extent", panicForeign, "Free", checked.ForeignFree, func() { a.Free(unsafe.Slice(unsafe.SliceData(b[4000:]), 200)) })
 			bad++
 		}
 		other := mustNew(t)
-		checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { a.Free(other.Malloc(10)) })
+		memtest.WantMisuse(t, "extent", panicForeign, "Free", checked.ForeignFree, func() { a.Free(other.Malloc(10)) })
 		a.Free(nil) // empty: nothing to free
 		if s := readStats(a); s.BadFrees != bad+1 || s.Frees != 0 {
 			t.Fatalf("stats %v", &s)
@@ -298,7 +297,7 @@ func TestAllocator_FindsAnyFitBeforeGrowing(t *testing.T) {
 	a.Free(pieces[62])
 	a.Free(pieces[63]) // 3 KiB hole at the end
 	b := a.Malloc(3000)
-	if addr(b) != addr(pieces[61]) {
+	if memtest.Addr(b) != memtest.Addr(pieces[61]) {
 		t.Fatal("Malloc(3000) did not take the only range that fits")
 	}
 	if s := readStats(a); s.Grows != 1 {
@@ -332,7 +331,7 @@ func TestAllocator_BudgetFallsBackToHeap(t *testing.T) {
 		// Fallback memory frees like any other, in parts, and is dropped
 		// once all free.
 		a.Free(f[1000:2000])
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(f[1500:1600]) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(f[1500:1600]) })
 		rest := a.FreeRest(f[:1000], 10)
 		a.Free(f[2000:])
 		a.Free(rest)
@@ -444,14 +443,14 @@ func TestAllocator_Close(t *testing.T) {
 		if s.ReservedBytes != 0 || s.InUseBytes != 0 || s.Releases != 1 {
 			t.Fatalf("after Close: %v", &s)
 		}
-		checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { a.Free(b) })
+		memtest.WantMisuse(t, "extent", panicForeign, "Free", checked.ForeignFree, func() { a.Free(b) })
 		a.Free(a.Malloc(10)) // usable again
 		a.Close()
 	})
 }
 
 func TestAllocator_ZeroAllocs(t *testing.T) {
-	releaseOnly(t)
+	memtest.ReleaseOnly(t)
 	a := mustNew(t)
 	for _, n := range []int{64, 4096, 64 << 10} {
 		if got := testing.AllocsPerRun(100, func() { a.Free(a.Malloc(n)) }); got != 0 {
@@ -507,7 +506,7 @@ func TestRecyclable(t *testing.T) {
 	a.Free(other[32:])
 	// A piece freed twice panics as the allocator's Free does.
 	r.AddRecycleBytes(other)
-	checkBadFree(t, "Free", "memkit/extent: double free", r.Recycle)
+	memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, r.Recycle)
 }
 
 // An Allocator per goroutine, and a Shared allocator whose memory is freed
@@ -609,7 +608,7 @@ func TestAllocator_FreeSpanningAllocations(t *testing.T) {
 	z := a.Malloc(100)
 	// From x's first byte to z's last: 300 bytes, and the guard bytes
 	// between them in the checked build.
-	a.Free(unsafe.Slice(unsafe.SliceData(x), addr(z)+uintptr(len(z))-addr(x)))
+	a.Free(unsafe.Slice(unsafe.SliceData(x), memtest.Addr(z)+uintptr(len(z))-memtest.Addr(x)))
 	checkTree(t, a)
 	if fs := freeStats(a); fs.FreeBytes != 4096 || fs.FreeRanges != 1 {
 		t.Fatalf("after freeing three allocations at once: %+v", fs)
@@ -643,8 +642,8 @@ func TestShared_PanicsReleaseTheLock(t *testing.T) {
 	}
 	b := s.Malloc(100)
 	s.Free(b)
-	checkBadFree(t, "Free", "memkit/extent: double free", func() { s.Free(b) })
-	checkBadFree(t, "Free", "memkit/extent: foreign memory", func() { s.Free(make([]byte, 8)) })
+	memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { s.Free(b) })
+	memtest.WantMisuse(t, "extent", panicForeign, "Free", checked.ForeignFree, func() { s.Free(make([]byte, 8)) })
 	memtest.CheckPanic(t, "memkit/extent: negative size", func() { s.Malloc(-1) })
 	memtest.CheckPanic(t, "memkit/extent: FreeRest keep out of range", func() { s.FreeRest(b, 101) })
 	c, err := s.TryMalloc(100)
@@ -704,7 +703,7 @@ func TestShared_BorrowRecycleConcurrent(t *testing.T) {
 }
 
 func TestShared_BorrowZeroAllocs(t *testing.T) {
-	releaseOnly(t)
+	memtest.ReleaseOnly(t)
 	s, _ := extent.NewShared()
 	s.Borrow(100)
 	s.Recycle()
@@ -730,7 +729,7 @@ func TestAllocator_DoubleFreeOfRecentFrees(t *testing.T) {
 	}
 	g := extent.GuardTail
 	span := func(x, y []byte) []byte { // from x's first byte to y's last
-		return unsafe.Slice(unsafe.SliceData(x), addr(y)+uintptr(len(y))-addr(x))
+		return unsafe.Slice(unsafe.SliceData(x), memtest.Addr(y)+uintptr(len(y))-memtest.Addr(x))
 	}
 	a.Free(bufs[1])
 	a.Free(bufs[3][:50])
@@ -747,7 +746,7 @@ func TestAllocator_DoubleFreeOfRecentFrees(t *testing.T) {
 		{"a partial free", bufs[3][49:51]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(tc.b) })
+			memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(tc.b) })
 			bad++
 		})
 	}
@@ -757,8 +756,8 @@ func TestAllocator_DoubleFreeOfRecentFrees(t *testing.T) {
 		a.Free(bufs[i])
 	}
 	for i := 4; i < 40; i += 2 {
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(bufs[i]) })
-		checkBadFree(t, "Free", "memkit/extent: double free", func() { a.Free(span(bufs[i-1], bufs[i])[90:]) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(bufs[i]) })
+		memtest.WantMisuse(t, "extent", panicDoubleFree, "Free", checked.DoubleFree, func() { a.Free(span(bufs[i-1], bufs[i])[90:]) })
 		bad += 2
 	}
 	if s := readStats(a); s.BadFrees != bad || s.Frees != 20 {
@@ -770,34 +769,34 @@ func TestAllocator_DoubleFreeOfRecentFrees(t *testing.T) {
 // A Malloc of the size of a recent Free takes that range back; one that
 // fits only once the recent frees are merged does not grow a block.
 func TestAllocator_RecentFreesReusedBeforeGrowing(t *testing.T) {
-	releaseOnly(t) // exact placement: no guard bytes
+	memtest.ReleaseOnly(t) // exact placement: no guard bytes
 	a := mustNew(t, extent.WithBlockSize(4096))
 	parts := make([][]byte, 8)
 	for i := range parts {
 		parts[i] = a.Malloc(512)
 	}
 	a.Free(parts[5])
-	if b := a.Malloc(512); addr(b) != addr(parts[5]) {
-		t.Fatalf("Malloc(512) after freeing a 512-byte range took %#x, not the range at %#x", addr(b), addr(parts[5]))
+	if b := a.Malloc(512); memtest.Addr(b) != memtest.Addr(parts[5]) {
+		t.Fatalf("Malloc(512) after freeing a 512-byte range took %#x, not the range at %#x", memtest.Addr(b), memtest.Addr(parts[5]))
 	}
 	for _, p := range parts {
 		a.Free(p)
 	}
 	b := a.Malloc(4096) // fits only once the eight ranges are merged
-	if s := readStats(a); s.Grows != 1 || addr(b) != addr(parts[0]) {
-		t.Fatalf("stats %v, Malloc(4096) at %#x; want the first block, at %#x", &s, addr(b), addr(parts[0]))
+	if s := readStats(a); s.Grows != 1 || memtest.Addr(b) != memtest.Addr(parts[0]) {
+		t.Fatalf("stats %v, Malloc(4096) at %#x; want the first block, at %#x", &s, memtest.Addr(b), memtest.Addr(parts[0]))
 	}
 }
 
 // The front cache changes no placement: a cached range is taken back only
 // where first fit would go no lower.
 func TestAllocator_RecentFreesKeepFirstFit(t *testing.T) {
-	releaseOnly(t) // exact placement: no guard bytes
+	memtest.ReleaseOnly(t) // exact placement: no guard bytes
 	a := mustNew(t, extent.WithBlockSize(4096))
 	x, y, z, w := a.Malloc(512), a.Malloc(512), a.Malloc(512), a.Malloc(512)
 	a.Free(w)
-	if b := a.Malloc(512); addr(b) != addr(w) { // below every free range
-		t.Fatalf("Malloc(512) after freeing the range at %#x took %#x", addr(w), addr(b))
+	if b := a.Malloc(512); memtest.Addr(b) != memtest.Addr(w) { // below every free range
+		t.Fatalf("Malloc(512) after freeing the range at %#x took %#x", memtest.Addr(w), memtest.Addr(b))
 	}
 	a.Free(x)
 	readStats(a) // merges x into the index
@@ -805,11 +804,11 @@ func TestAllocator_RecentFreesKeepFirstFit(t *testing.T) {
 	if n := a.RecentLen(); n != 1 {
 		t.Fatalf("%d ranges in the front cache; want z's", n)
 	}
-	if b := a.Malloc(512); addr(b) != addr(x) {
-		t.Fatalf("Malloc(512) took %#x; want first fit, x's range at %#x, not z's at %#x", addr(b), addr(x), addr(z))
+	if b := a.Malloc(512); memtest.Addr(b) != memtest.Addr(x) {
+		t.Fatalf("Malloc(512) took %#x; want first fit, x's range at %#x, not z's at %#x", memtest.Addr(b), memtest.Addr(x), memtest.Addr(z))
 	}
-	if b := a.Malloc(512); addr(b) != addr(z) {
-		t.Fatalf("second Malloc(512) took %#x; want z's range at %#x", addr(b), addr(z))
+	if b := a.Malloc(512); memtest.Addr(b) != memtest.Addr(z) {
+		t.Fatalf("second Malloc(512) took %#x; want z's range at %#x", memtest.Addr(b), memtest.Addr(z))
 	}
 	_ = y
 }

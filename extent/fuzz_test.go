@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -188,13 +187,13 @@ func FuzzAllocator(f *testing.F) {
 				if overlapsChunk(a, b) {
 					continue // Borrow's now: a Free of Borrow memory
 				}
-				if overlapsLive(m, b) {
+				if m.Overlaps(b) {
 					// A second Free after (part of) the range went to a new
 					// owner: a memkit panic, or the new owners' bytes are
 					// freed under them, which the model then forgets.
 					// Every other allocation must stay intact.
-					if v, ok := panicOf(func() { a.Free(b) }); ok {
-						if !isMemkitPanic(v) {
+					if v, ok := memtest.PanicValue(func() { a.Free(b) }); ok {
+						if !memtest.IsPanicOf("extent", v) {
 							t.Fatalf("second Free after reuse: panic %v", v)
 						}
 						bad++
@@ -207,14 +206,14 @@ func FuzzAllocator(f *testing.F) {
 					}
 					continue
 				}
-				if got := memtest.PanicOf(func() { a.Free(b) }); !isBadFree(got) {
-					t.Fatalf("double Free: panic %q", got)
+				if free := func() { a.Free(b) }; !memtest.BadFreeOK("extent", "Free", free, []string{panicDoubleFree, panicForeign}, checked.DoubleFree, checked.ForeignFree) {
+					t.Fatalf("double Free: panic %q", memtest.PanicOf(free))
 				}
 				bad++
 			case 10: // foreign memory
 				free := func() { a.Free(make([]byte, 1+int(ops.Byte()))) }
 				if checked.Enabled {
-					if m := misuseOf(free); m == nil || m.Kind != checked.ForeignFree {
+					if m, _ := memtest.MisuseOf(free); m == nil || m.Kind != checked.ForeignFree {
 						t.Fatalf("foreign Free: misuse %v", m)
 					}
 				} else if got := memtest.PanicOf(free); got != "memkit/extent: foreign memory" {
@@ -242,7 +241,7 @@ func FuzzAllocator(f *testing.F) {
 				// that the poison check of a later Malloc stays quiet.
 				old := b[0]
 				b[0] = ^old
-				if v, ok := panicOf(func() { panicWithLeaksError(a) }); ok {
+				if v, ok := memtest.PanicValue(func() { memtest.PanicWithLeaksError(a) }); ok {
 					if mu, _ := v.(*checked.Misuse); mu == nil || mu.Kind != checked.UseAfterFree {
 						t.Fatalf("write after free: Leaks panicked %v; want UseAfterFree", v)
 					}
@@ -309,16 +308,7 @@ func FuzzAllocator(f *testing.F) {
 // overlapsHeld reports whether b overlaps a live allocation or a Borrow
 // chunk: a Free of it would then not be a plain double free.
 func overlapsHeld(a *extent.Allocator, m *memtest.Model, b []byte) bool {
-	return overlapsLive(m, b) || overlapsChunk(a, b)
-}
-
-func overlapsLive(m *memtest.Model, b []byte) bool {
-	for _, blk := range m.Live {
-		if memtest.Overlap(blk.Buf, b) {
-			return true
-		}
-	}
-	return false
+	return m.Overlaps(b) || overlapsChunk(a, b)
 }
 
 func overlapsChunk(a *extent.Allocator, b []byte) bool {
@@ -335,15 +325,15 @@ func overlapsChunk(a *extent.Allocator, b []byte) bool {
 // parts outside b, which stay allocated.
 func forget(t *testing.T, m *memtest.Model, b []byte) {
 	t.Helper()
-	lo, hi := addr(b), addr(b)+uintptr(len(b))
+	lo, hi := memtest.Addr(b), memtest.Addr(b)+uintptr(len(b))
 	for i := 0; i < len(m.Live); {
 		v := m.Live[i].Buf
-		p := addr(v)
+		p := memtest.Addr(v)
 		if !memtest.Overlap(v, b) {
 			i++
 			continue
 		}
-		drop(m, i) // unverified: the Free poisoned it in the checked build
+		m.Drop(i) // unverified: the Free poisoned it in the checked build
 		var parts [][]byte
 		if lo > p {
 			parts = append(parts, v[:lo-p:lo-p])
@@ -361,43 +351,13 @@ func forget(t *testing.T, m *memtest.Model, b []byte) {
 
 // inBlock reports whether a block of a still holds b.
 func inBlock(a *extent.Allocator, b []byte) bool {
-	p := addr(b)
+	p := memtest.Addr(b)
 	for _, blk := range a.BlockBounds() {
 		if blk[0] <= p && p+uintptr(len(b)) <= blk[1] {
 			return true
 		}
 	}
 	return false
-}
-
-// drop forgets block i of m without verifying it, as Model.Remove would.
-func drop(m *memtest.Model, i int) {
-	last := len(m.Live) - 1
-	m.Live[i] = m.Live[last]
-	m.Live = m.Live[:last]
-}
-
-// panicOf runs f and returns what it panicked with, and whether it did.
-func panicOf(f func()) (v any, panicked bool) {
-	panicked = true
-	defer func() {
-		if panicked {
-			v = recover()
-		}
-	}()
-	f()
-	panicked = false
-	return nil, false
-}
-
-// isMemkitPanic reports whether v is a panic of this package: its message
-// in the release build, a *checked.Misuse in the checked build.
-func isMemkitPanic(v any) bool {
-	if m, ok := v.(*checked.Misuse); ok {
-		return m.Allocator == "extent"
-	}
-	s, ok := v.(string)
-	return ok && strings.HasPrefix(s, "memkit/extent: ")
 }
 
 // debugOps checks the index before every operation, to find the one that
@@ -423,7 +383,7 @@ func checkLargestFree(a *extent.Allocator, m *memtest.Model, s *memkit.Stats) er
 	var held [][2]uintptr
 	add := func(b []byte) {
 		if len(b) > 0 {
-			p := addr(b)
+			p := memtest.Addr(b)
 			held = append(held, [2]uintptr{p, p + uintptr(len(b))})
 		}
 	}

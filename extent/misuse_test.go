@@ -1,11 +1,9 @@
 package extent_test
 
 import (
-	"errors"
 	"testing"
 	"unsafe"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
@@ -28,15 +26,6 @@ func newWithOthers(t testing.TB) (*extent.Allocator, func() error) {
 		}
 	}
 	return a, m.VerifyAll
-}
-
-// panicWithLeaksError calls memkit.Leaks on src and panics with its error,
-// if any: the check a test makes at its end, made part of the mistake so
-// that the table can state what it reports.
-func panicWithLeaksError(src memkit.StatsSource) {
-	if _, err := memkit.Leaks(src); err != nil && !errors.Is(err, memkit.ErrNotChecked) {
-		panic(err)
-	}
 }
 
 // mistakes is extent's misuse table: every mistake of the README's safety
@@ -115,7 +104,7 @@ var mistakes = []memtest.Mistake{
 			a.FreeRest(b, 10)
 			return func() {
 				b[50] = 1
-				panicWithLeaksError(a)
+				memtest.PanicWithLeaksError(a)
 			}, intact
 		},
 	},

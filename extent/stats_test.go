@@ -1,7 +1,6 @@
 package extent_test
 
 import (
-	"expvar"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -37,68 +36,12 @@ func TestAllocator_ReadStatsFromAnotherGoroutine(t *testing.T) {
 	for _, src := range sources {
 		t.Run(src.name, func(t *testing.T) {
 			a := mustNew(t, append(src.opts, extent.WithBlockSize(64<<10))...)
-			name := "extent_test.readers." + src.name
-			memkit.Publish(name, a)
-			defer memkit.Unpublish(name)
-			var stop atomic.Bool
-			var wg sync.WaitGroup
-			errs := make(chan error, 2)
-			for r := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var prev, s memkit.Stats
-					for !stop.Load() {
-						if r == 1 {
-							_ = expvar.Get(name).String() // as /debug/vars reads it
-						}
-						a.ReadStats(&s)
-						if err := readerOK(&s, &prev); err != nil {
-							errs <- err
-							return
-						}
-						prev = s
-					}
-				}()
-			}
-			m := memtest.NewModel(0)
-			rng := rand.New(rand.NewPCG(1, 2))
-			live := 0
-			for i := range 40000 {
-				if live > 0 && (rng.IntN(2) == 0 || live > 300) {
-					b, err := m.Remove(rng.IntN(live))
-					if err != nil {
-						t.Fatal(err)
-					}
-					a.Free(b)
-					live--
-				} else {
-					if _, err := m.Add(a.Malloc(1 + rng.IntN(2000))); err != nil {
-						t.Fatal(err)
-					}
-					live++
-				}
-				if i%1000 == 0 {
-					if err := m.VerifyAll(); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			stop.Store(true)
-			wg.Wait()
-			close(errs)
-			if err := <-errs; err != nil {
-				t.Fatal(err)
-			}
-			// Once the owner publishes, a reader sees its exact figures.
-			a.PublishStats()
-			var s memkit.Stats
-			done := make(chan struct{})
-			go func() { a.ReadStats(&s); close(done) }()
-			<-done
-			if s.LiveObjects != uint64(live) || s.Allocs-s.Frees != uint64(live) {
-				t.Fatalf("published %v; want %d live", &s, live)
-			}
+			memtest.ReadWhileChurning(t, "extent_test.readers."+src.name, a, memtest.Churn{
+				Alloc:   func(n int) ([]byte, bool) { return a.Malloc(n), true },
+				Free:    a.Free,
+				MaxLive: 300,
+				MaxSize: 2000,
+			}, readerOK)
 		})
 	}
 }
