@@ -296,6 +296,21 @@ func (p *FixedPool) takeAny(k uintptr) *Buffer {
 	return nil
 }
 
+// closeFast is the release build's Close of a reserved buffer (b.slot >= 0,
+// which the caller checks) that did not expand, inlined into Close and Free: it reports whether it closed b.
+// When it reports false it changed nothing, and close decides (a miss,
+// expanded storage, a stale or second Close, or a compare-and-swap lost to
+// a neighbour).
+func (p *FixedPool) closeFast(b *Buffer) bool {
+	i := b.slot
+	if b.owned || &p.slots[i].hdr[p.slots[i].flip^1] != b {
+		return false
+	}
+	s := &p.shards[i/shardSlots].w
+	w, bit := s.Load(), uint64(1)<<(i%shardSlots)
+	return w&bit == 0 && s.CompareAndSwap(w, w|bit)
+}
+
 // close is Close and Free of a FixedPool buffer, op naming which.
 func (p *FixedPool) close(b *Buffer, op string) error {
 	if b.slot < 0 {
