@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	slab "github.com/memkit/memkit/compat/funnyslab"
-	"github.com/memkit/memkit/compat/internal/compattest"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -104,7 +104,7 @@ func TestAtomPool_FreeTwicePanics(t *testing.T) {
 	copy(keep, "intact")
 	buf := pool.Alloc(100)
 	pool.Free(buf)
-	compattest.MustPanic(t, "memkit/bytepool: double free", checked.DoubleFree, func() { pool.Free(buf) })
+	memtest.WantMisuse(t, "bytepool", "memkit/bytepool: double free", "Put", checked.DoubleFree, func() { pool.Free(buf) })
 	if string(keep[:6]) != "intact" {
 		t.Fatal("a live buffer changed")
 	}

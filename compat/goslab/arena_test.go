@@ -9,8 +9,8 @@ import (
 	"unsafe"
 
 	slab "github.com/memkit/memkit/compat/goslab"
-	"github.com/memkit/memkit/compat/internal/compattest"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 // writeStringToBuffer is the write-up's helper: s, then zeros to the end of
@@ -192,7 +192,7 @@ func TestArena_DecRefTwicePanics(t *testing.T) {
 	copy(keep, "intact!!")
 	buf := arena.Alloc(8)
 	arena.DecRef(buf)
-	compattest.MustPanic(t, "memkit/slab: DecRef of a free chunk", checked.DoubleFree, func() { arena.DecRef(buf) })
+	memtest.WantMisuse(t, "slab", "memkit/slab: DecRef of a free chunk", "DecRef", checked.DoubleFree, func() { arena.DecRef(buf) })
 	if string(keep) != "intact!!" {
 		t.Fatalf("neighbour changed: %q", keep)
 	}
@@ -204,8 +204,8 @@ func TestArena_StaleLocPanics(t *testing.T) {
 	loc := arena.BufToLoc(buf)
 	arena.DecRef(buf)
 	again := arena.Alloc(8) // likely the same chunk, handed out again
-	compattest.MustPanic(t, "memkit/slab: stale handle", checked.StaleHandle, func() { arena.LocToBuf(loc) })
-	compattest.MustPanic(t, "memkit/slab: stale handle", checked.StaleHandle, func() { arena.LocDecRef(loc) })
+	memtest.WantMisuse(t, "slab", "memkit/slab: stale handle", "LocToBuf", checked.StaleHandle, func() { arena.LocToBuf(loc) })
+	memtest.WantMisuse(t, "slab", "memkit/slab: stale handle", "LocDecRef", checked.StaleHandle, func() { arena.LocDecRef(loc) })
 	if !arena.Owns(again) {
 		t.Fatal("the stale LocDecRef freed the new owner's chunk")
 	}
@@ -216,7 +216,7 @@ func TestArena_BufToLocOfFreedChunkPanics(t *testing.T) {
 	keep := arena.Alloc(8) // keeps the slab
 	buf := arena.Alloc(8)
 	arena.DecRef(buf)
-	compattest.MustPanic(t, "memkit/slab: use of a free chunk", checked.StaleHandle, func() { arena.BufToLoc(buf) })
+	memtest.WantMisuse(t, "slab", "memkit/slab: use of a free chunk", "BufToLoc", checked.StaleHandle, func() { arena.BufToLoc(buf) })
 	arena.DecRef(keep)
 }
 
