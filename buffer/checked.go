@@ -90,10 +90,19 @@ func (b *Buffer) doubleFree(op string) {
 // tracker would then take for b's (a false "double free" at that header's
 // Close).
 func (b *Buffer) untrack(op string) *checked.Record {
-	rec := b.tracker().Free(op, b.addr(), checked.SkipWithin(pkgPath))
+	t, addr := b.tracker(), b.addr()
+	if testHookUntrack != nil {
+		testHookUntrack() // a test's GC and Checkout, as another goroutine's
+	}
+	rec := t.Free(op, addr, checked.SkipWithin(pkgPath))
 	runtime.KeepAlive(b)
 	return rec
 }
+
+// testHookUntrack, set by tests only, runs in untrack after the last read
+// of the header and before the tracker forgets its address: the window in
+// which the header must stay reachable (issue 13, case 5).
+var testHookUntrack func()
 
 // hold puts the slot of b, a FixedPool buffer closed by op, in the pool's
 // quarantine: poisoned, and back on the free list only once the tracker

@@ -38,3 +38,11 @@ const (
 
 // SizeofReader is the size the docs quote.
 const SizeofReader = unsafe.Sizeof(Reader{})
+
+// SetUntrackHook makes f run in the checked build's untrack between the
+// last read of a closed header and the tracker's Free of its address, and
+// returns the function that removes it.
+func SetUntrackHook(f func()) (restore func()) {
+	testHookUntrack = f
+	return func() { testHookUntrack = nil }
+}

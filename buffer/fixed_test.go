@@ -15,6 +15,7 @@ import (
 	"testing/iotest"
 	"time"
 	"unsafe"
+	"weak"
 
 	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/bytepool"
@@ -525,5 +526,47 @@ func TestFixedPool_StaleWriteDoesNotLendTheSlotToBytepool(t *testing.T) {
 		if b := bp.Get(4096); uintptr(unsafe.Pointer(unsafe.SliceData(b[:1]))) == slot {
 			t.Fatal("bytepool hands out the FixedPool slot's memory")
 		}
+	}
+}
+
+// TestFixedPool_ClosedHeaderReachableUntilUntracked is issue 13's case 5
+// made deterministic. The checked build tracks headers by address, so a
+// closed header must stay reachable until the tracker has forgotten its
+// address: were the GC free to collect it first, it could give the address
+// to another goroutine's new header, whose Alloc the tracker would then
+// take for the old one's and whose correct Close would report a double
+// free. The hook runs in that window: it checks the buffer out again, as
+// another goroutine would, and collects garbage; the closed header must
+// survive. (Before dd5c715 the slot was idle before the Close untracked the
+// header, and the header was unreachable there: this test failed.)
+func TestFixedPool_ClosedHeaderReachableUntilUntracked(t *testing.T) {
+	if !buffer.Debug {
+		t.Skip("the address tracker is the checked build's (-tags memkitdebug)")
+	}
+	p := mustFixed(t, 1, 64)
+	b := p.Checkout()
+	wp := weak.Make(b)
+	var next *buffer.Buffer
+	collected := false
+	defer buffer.SetUntrackHook(func() {
+		if next != nil {
+			return // the hook's own Close
+		}
+		next = p.Checkout()
+		runtime.GC()
+		runtime.GC()
+		collected = wp.Value() == nil
+	})()
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if collected {
+		t.Fatal("the closed header was collected before the tracker forgot its address: the GC could give it to a new header")
+	}
+	if next == nil {
+		t.Fatal("the hook did not run")
+	}
+	if err := next.Close(); err != nil {
+		t.Fatalf("the next checkout's Close = %v", err)
 	}
 }
