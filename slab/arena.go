@@ -154,7 +154,7 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 		return nil, err
 	}
 	if malloc == nil {
-		malloc = func(n int) []byte { return make([]byte, n) }
+		malloc = heapSlab
 	}
 	a := &Arena{
 		classes:   make([]class, len(sizes)),
@@ -218,6 +218,9 @@ func classTable(sizes []int, tabMax int) []uint16 {
 }
 
 func roundUp8(n int) int { return (n + 7) &^ 7 }
+
+// heapSlab is the malloc of an arena given none: slabs from the Go heap.
+func heapSlab(n int) []byte { return make([]byte, n) }
 
 // classOf returns the class of a request of n bytes, 0 <= n <= slabSize.
 func (a *Arena) classOf(n int) int {

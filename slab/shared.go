@@ -92,19 +92,15 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	if err == nil {
 		err = cfg.check(startChunkSize, slabSize, growthFactor)
 	}
+	n := 0
+	if err == nil {
+		n, err = cfg.shardCount()
+	}
 	if err != nil {
 		return nil, err
 	}
-	n := cfg.shards
-	if n == 0 {
-		n = defaultShards()
-	}
-	if n < 1 || n > MaxShards {
-		return nil, fmt.Errorf("memkit/slab: Shards %d must be between 1 and %d", n, MaxShards)
-	}
-	n = 1 << bits.Len(uint(n-1))
 	if malloc == nil {
-		malloc = func(n int) []byte { return make([]byte, n) }
+		malloc = heapSlab
 	}
 	sh := &Shared{shards: make([]arenaShard, n), mask: uintptr(n - 1), slabSize: slabSize}
 	sh.index.Store(new([]slabOwner))
@@ -148,6 +144,19 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		sh.sizes = append(sh.sizes, int(sh.shards[0].a.classes[c].size))
 	}
 	return sh, nil
+}
+
+// shardCount returns the number of shards WithShards asks for (by
+// default defaultShards), rounded up to a power of two, or an error.
+func (cfg *config) shardCount() (int, error) {
+	n := cfg.shards
+	if n == 0 {
+		n = defaultShards()
+	}
+	if n < 1 || n > MaxShards {
+		return 0, fmt.Errorf("memkit/slab: Shards %d must be between 1 and %d", n, MaxShards)
+	}
+	return 1 << bits.Len(uint(n-1)), nil
 }
 
 // defaultShards is 8 shards per P, at least 16, at most MaxShards, so
