@@ -2,6 +2,7 @@ package memtest
 
 import (
 	"expvar"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -85,6 +86,23 @@ func BadFreeOK(allocator, op string, f func(), msgs []string, kinds ...string) b
 	}
 	m, _ := MisuseOf(f)
 	return m != nil && m.Allocator == allocator && m.Op == op && slices.Contains(kinds, m.Kind)
+}
+
+// WriteAfterFree writes into b[0], a byte of freed memory no one holds,
+// and checks what memkit.Leaks on src says: nothing, or in the checked
+// build, while the memory waits in the quarantine, a UseAfterFree. It puts
+// the byte back, so that the allocator's poison check of a later
+// allocation stays quiet.
+func WriteAfterFree(src memkit.StatsSource, b []byte) error {
+	old := b[0]
+	b[0] = ^old
+	defer func() { b[0] = old }()
+	if v, ok := PanicValue(func() { PanicWithLeaksError(src) }); ok {
+		if m, _ := v.(*checked.Misuse); m == nil || m.Kind != checked.UseAfterFree {
+			return fmt.Errorf("write after free: Leaks panicked %v; want UseAfterFree", v)
+		}
+	}
+	return nil
 }
 
 // Churn is the owner's side of ReadWhileChurning: alloc returns n bytes or

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/checked"
 )
 
@@ -56,5 +57,19 @@ func TestIsPanicOfAndBadFreeOK(t *testing.T) {
 		BadFreeOK("extent", "Free", func() { panic("memkit/extent: negative size") }, msgs) ||
 		BadFreeOK("extent", "Free", func() {}, msgs) {
 		t.Fatal("BadFreeOK in the release build")
+	}
+}
+
+type noStats struct{}
+
+func (noStats) ReadStats(*memkit.Stats) {}
+
+// WriteAfterFree puts the byte back. Leaks reports nothing in the release
+// build; in the checked build, what it reports of a source it does not
+// track is no UseAfterFree, an error.
+func TestWriteAfterFree_RestoresTheByte(t *testing.T) {
+	b := []byte{7, 8}
+	if err := WriteAfterFree(noStats{}, b); (err != nil) != checked.Enabled || b[0] != 7 {
+		t.Fatalf("WriteAfterFree = %v, byte %d", err, b[0])
 	}
 }
