@@ -15,14 +15,6 @@ import (
 // The checked build's reports in more detail than TestMistakes checks: the
 // detail of each, the stacks, and what Leaks lists.
 
-// checkMisuse fails t unless m reports kind for op, with the stacks that
-// explain it: where the block was allocated (by the test function named
-// test, if not ""), and, with freed, where it was first freed.
-func checkMisuse(t *testing.T, m *checked.Misuse, op, kind, test string, freed bool) {
-	t.Helper()
-	memtest.CheckMisuse(t, m, "buddy", op, kind, test, freed)
-}
-
 func TestMisuse_ForeignFree(t *testing.T) {
 	a := mustNew(t, 4096, 64)
 	memtest.WantMisuse(t, "buddy", panicForeign, "Free", checked.ForeignFree, func() { a.Free(make([]byte, 64)) })
@@ -39,7 +31,7 @@ func TestMisuse_MovedStart(t *testing.T) {
 	b, _ := a.Alloc(256)
 	for _, moved := range [][]byte{b[1:], b[64:], unsafe.Slice(unsafe.SliceData(b), 512)} {
 		m, _ := memtest.MisuseOf(func() { a.Free(moved) })
-		checkMisuse(t, m, "Free", checked.MovedFree, "TestMisuse_MovedStart", false)
+		memtest.CheckMisuse(t, m, "buddy", "Free", checked.MovedFree, "TestMisuse_MovedStart", false)
 	}
 	a.Free(b) // unchanged by the reports
 }
@@ -49,7 +41,7 @@ func TestMisuse_Overflow(t *testing.T) {
 	b, _ := a.Alloc(100)
 	b[:cap(b)][100] = 'x' // one past the length, inside the block
 	m, _ := memtest.MisuseOf(func() { a.Free(b) })
-	checkMisuse(t, m, "Free", checked.Overflow, "TestMisuse_Overflow", false)
+	memtest.CheckMisuse(t, m, "buddy", "Free", checked.Overflow, "TestMisuse_Overflow", false)
 	if !strings.Contains(m.Detail, "byte 100 of the 128-byte block") {
 		t.Errorf("detail %q", m.Detail)
 	}

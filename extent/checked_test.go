@@ -21,14 +21,6 @@ import (
 // allocations it starts in (into guard bytes, Borrow memory or memory never
 // handed out).
 
-// checkMisuse fails t unless m reports kind for op, with the stacks that
-// explain it: where the memory was allocated (by the test function named
-// test, if not ""), and, with freed, where it was first freed.
-func checkMisuse(t *testing.T, m *checked.Misuse, op, kind, test string, freed bool) {
-	t.Helper()
-	memtest.CheckMisuse(t, m, "extent", op, kind, test, freed)
-}
-
 func newAllocator(t *testing.T) *extent.Allocator {
 	a := mustNew(t, extent.WithBlockSize(4096))
 	t.Cleanup(a.Close)
@@ -41,7 +33,7 @@ func TestMisuse_DoubleFreeOfAPart(t *testing.T) {
 	a.Free(b[20:30])
 	// The whole allocation: its bytes 20 to 30 are free already.
 	m, _ := memtest.MisuseOf(func() { a.Free(b) })
-	checkMisuse(t, m, "Free", checked.DoubleFree, "TestMisuse_DoubleFreeOfAPart", true)
+	memtest.CheckMisuse(t, m, "extent", "Free", checked.DoubleFree, "TestMisuse_DoubleFreeOfAPart", true)
 	if !strings.Contains(m.Detail, "from byte 20 of the 100 freed") {
 		t.Errorf("detail %q", m.Detail)
 	}
@@ -83,7 +75,7 @@ func TestMisuse_FreePastTheEnd(t *testing.T) {
 	a.Malloc(100)
 	past := unsafe.Slice(unsafe.SliceData(b), len(b)+1)
 	m, _ := memtest.MisuseOf(func() { a.Free(past) })
-	checkMisuse(t, m, "Free", checked.ForeignFree, "TestMisuse_FreePastTheEnd", false)
+	memtest.CheckMisuse(t, m, "extent", "Free", checked.ForeignFree, "TestMisuse_FreePastTheEnd", false)
 	if !strings.Contains(m.Detail, "guard bytes") {
 		t.Errorf("detail %q", m.Detail)
 	}
@@ -95,7 +87,7 @@ func TestMisuse_FreeBorrowed(t *testing.T) {
 	a := newAllocator(t)
 	b := a.Borrow(100)
 	m, _ := memtest.MisuseOf(func() { a.Free(b) })
-	checkMisuse(t, m, "Free", checked.ForeignFree, "", false)
+	memtest.CheckMisuse(t, m, "extent", "Free", checked.ForeignFree, "", false)
 	if !strings.Contains(m.Detail, "Borrow") {
 		t.Errorf("detail %q", m.Detail)
 	}
@@ -109,7 +101,7 @@ func TestMisuse_WriteAfterRecycle(t *testing.T) {
 	a.Recycle()
 	x[3] = 1
 	m, _ := memtest.MisuseOf(func() { a.Borrow(100) })
-	checkMisuse(t, m, "Borrow", checked.UseAfterFree, "TestMisuse_WriteAfterRecycle", true)
+	memtest.CheckMisuse(t, m, "extent", "Borrow", checked.UseAfterFree, "TestMisuse_WriteAfterRecycle", true)
 	if m.Addr != memtest.Addr(x) {
 		t.Errorf("misuse at %#x; want %#x", m.Addr, memtest.Addr(x))
 	}
@@ -130,7 +122,7 @@ func TestMisuse_Overflow(t *testing.T) {
 			b := a.Malloc(100)
 			unsafe.Slice(unsafe.SliceData(b), 101)[100] = 'x' // one past the end
 			m, _ := memtest.MisuseOf(func() { tc.free(a, b) })
-			checkMisuse(t, m, tc.op, checked.Overflow, "TestMisuse_Overflow", false)
+			memtest.CheckMisuse(t, m, "extent", tc.op, checked.Overflow, "TestMisuse_Overflow", false)
 			if !strings.Contains(m.Detail, "guard byte 0 ") {
 				t.Errorf("detail %q", m.Detail)
 			}
@@ -179,5 +171,5 @@ func TestMisuse_SpanningFree(t *testing.T) {
 	// Ending inside the guard bytes of an allocation is not.
 	x, y := a.Malloc(100), a.Malloc(100)
 	m, _ := memtest.MisuseOf(func() { a.Free(unsafe.Slice(unsafe.SliceData(x), memtest.Addr(y)-memtest.Addr(x)-1)) })
-	checkMisuse(t, m, "Free", checked.ForeignFree, "TestMisuse_SpanningFree", false)
+	memtest.CheckMisuse(t, m, "extent", "Free", checked.ForeignFree, "TestMisuse_SpanningFree", false)
 }
