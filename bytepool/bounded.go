@@ -74,13 +74,15 @@ func (d *depot) take(dst []unsafe.Pointer) int {
 
 // newBounded sets p up as a Bounded pool: its shards, depots and region.
 func (p *Pool) newBounded(cfg *config) error {
-	if cfg.budget < slabSize || cfg.budget > maxBudget {
-		return fmt.Errorf("%sBudget %d must be between 64KiB and %s", prefix, cfg.budget, stats.FormatBytes(uint64(maxBudget)))
+	size := cfg.regionSize()
+	if size < slabSize || size > maxBudget {
+		return fmt.Errorf("%sWithBudget(%d): a Bounded pool's region must be between 64KiB and %s", prefix, size, stats.FormatBytes(uint64(maxBudget)))
 	}
-	if cfg.alertSet {
-		p.budget = budget.New(cfg.budget>>slabShift<<slabShift, cfg.alertAt, cfg.alertFn)
+	if cfg.HasAlert() {
+		threshold, fn := cfg.Alert()
+		p.budget = budget.New(size>>slabShift<<slabShift, threshold, fn)
 	}
-	r, err := newRegion(cfg.budget, cfg.minSize, p.sizes, p.budget)
+	r, err := newRegion(size, cfg.minSize, p.sizes, p.budget)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // alerts records the calls of a budget alert.
@@ -42,8 +43,11 @@ func TestNew_BudgetOptionsNameTheOption(t *testing.T) {
 		opts []bytepool.Option
 		want string
 	}{
-		{[]bytepool.Option{bytepool.WithBudget(0)}, "memkit/bytepool: Budget 0 must be positive"},
-		{[]bytepool.Option{bytepool.WithBudgetAlert(0, func(int64, bool) {})}, "memkit/bytepool: BudgetAlert threshold 0 must be positive"},
+		{[]bytepool.Option{bytepool.WithBudget(0)}, "memkit/bytepool: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{[]bytepool.Option{bytepool.WithBudget(0), bytepool.WithPolicy(bytepool.Bounded)}, "memkit/bytepool: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{[]bytepool.Option{bytepool.WithBudget(-1)}, "memkit/bytepool: WithBudget(-1): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{[]bytepool.Option{bytepool.WithBudgetAlert(0, func(int64, bool) {})}, "memkit/bytepool: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{[]bytepool.Option{bytepool.WithBudget(1 << 20), bytepool.WithBudgetAlert(2<<20, func(int64, bool) {})}, "memkit/bytepool: WithBudgetAlert(2097152, fn): the threshold is above WithBudget(1048576), so the alert could never fire"},
 	} {
 		if _, err := bytepool.New(tc.opts...); err == nil || err.Error() != tc.want {
 			t.Errorf("New: %v; want %q", err, tc.want)
@@ -83,7 +87,7 @@ func TestElastic_BudgetFallsBackAndCounts(t *testing.T) {
 	p.Put(bufs[0])
 	if b, ok := p.TryGet(size); ok {
 		bufs[0] = b
-	} else if !raceEnabled && !checked.Enabled {
+	} else if !race.Enabled && !checked.Enabled {
 		t.Fatal("TryGet of an idle buffer failed at the budget")
 	} else {
 		bufs = bufs[1:]
@@ -158,19 +162,26 @@ func TestElastic_BudgetAlertFiresOnceEachWay(t *testing.T) {
 func TestBounded_BudgetAlertTracksRegionAndFallbacks(t *testing.T) {
 	const size = 64 << 10
 	var a alerts
+	// The region holds two buffers; the alert is at the whole region
+	// (WithBudgetAlert may not ask for more than WithBudget).
 	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithMaxSize(size),
-		bytepool.WithBudget(2*size), bytepool.WithShards(1), bytepool.WithBudgetAlert(3*size, a.fn))
-	x, y := p.Get(size), p.Get(size) // the whole region
+		bytepool.WithBudget(2*size), bytepool.WithShards(1), bytepool.WithBudgetAlert(2*size, a.fn))
 	if up, _ := a.counts(); up != 0 {
-		t.Fatal("alert below the threshold")
+		t.Fatalf("alert before any Get: used %d", a.lastUsed)
 	}
-	fb := p.Get(size) // a heap fallback: over the threshold
-	if up, down := a.counts(); up != 1 || down != 0 || a.lastUsed != 3*size {
-		t.Fatalf("after the fallback: up %d down %d used %d", up, down, a.lastUsed)
+	x, y := p.Get(size), p.Get(size) // the class takes the whole region
+	if up, down := a.counts(); up != 1 || down != 0 || a.lastUsed != 2*size {
+		t.Fatalf("with the region taken: up %d down %d used %d", up, down, a.lastUsed)
+	}
+	// A region's slabs stay charged once taken; a heap fallback is charged
+	// on top while it is live, which crosses nothing while above.
+	fb := p.Get(size)
+	if !p.HeapFallback(fb) {
+		t.Fatal("the third buffer came from the region")
 	}
 	p.Put(fb)
-	if up, down := a.counts(); up != 1 || down != 1 || a.lastUsed != 2*size {
-		t.Fatalf("after the fallback's Put: up %d down %d used %d", up, down, a.lastUsed)
+	if up, down := a.counts(); up != 1 || down != 0 {
+		t.Fatalf("after the fallback's Get and Put: up %d down %d", up, down)
 	}
 	p.Put(x)
 	p.Put(y)
@@ -190,7 +201,7 @@ func TestPool_ZeroAllocsWithBudgetAlert(t *testing.T) {
 	if checked.Enabled {
 		t.Skip("the checked build records every Get")
 	}
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("sync.Pool drops a quarter of the buffers at random under the race detector, so Gets allocate")
 	}
 	fn := func(int64, bool) {}

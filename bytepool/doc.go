@@ -1,6 +1,14 @@
-// Package bytepool is a pool of []byte buffers in size classes, the pool to
-// use where programs reach for sync.Pool, bytedance's mcache,
-// bytebufferpool or libp2p's buffer pool.
+// Package bytepool pools []byte buffers in size classes: Get(n) hands out
+// a buffer of at least n bytes and Put takes it back for the next Get, so a
+// program that keeps making short-lived byte slices of many sizes (reads,
+// encodings, copies) stops paying the GC for each. Pick it over a bare
+// sync.Pool when sizes vary (one sync.Pool per size is what it does, with
+// misuse caught and stats kept), over package buffer when you want plain
+// []byte rather than a growable Buffer, writer or reader (buffer draws its
+// storage from bytepool), and over package slab when each buffer has one
+// owner at a time who gives it back explicitly: slab is for chunks shared
+// by several holders under reference counts, addressed by Loc handles. It
+// replaces bytedance's mcache, bytebufferpool and libp2p's buffer pool.
 //
 //	p, _ := bytepool.New()
 //	buf := p.Get(n) // len n, cap n rounded up to its class, locked
@@ -36,8 +44,8 @@
 // An Elastic pool keeps its idle buffers in one sync.Pool per class, each
 // buffer held as the pointer to its first byte (pointer-shaped, so no
 // boxing; Get rebuilds the slice from it and the class size). sync.Pool
-// gives every P its own slot, so Get and Put take no lock and no atomic
-// instruction: a class lookup (one table load), the sync.Pool Get or Put,
+// keeps what each P puts in that P's own list, so Get and Put take no lock
+// and no atomic instruction: a class lookup (one table load), the sync.Pool Get or Put,
 // the capacity and alignment checks, the idle mark, and, for 1 buffer in
 // 64, one atomic add to the sampled count. That is within about 10% of
 // bytedance's mcache (a bare sync.Pool per class) and costs no allocation.
@@ -54,9 +62,11 @@
 // Elastic pool's cost. Shards refill from and spill to a per-class depot
 // in batches.
 //
-// A [Cache] is a per-goroutine front with no lock and no atomics (but the
-// sampled count) for hot loops, about half a Pool's cost; it refills and
-// spills in batches.
+// A [Cache] is a per-goroutine front for hot loops: a list per class that
+// only its goroutine touches, so Get and Put are a table lookup, a pop or
+// push and the idle mark, with no lock, no atomic and no shared write,
+// about half a Pool's cost. It refills from and spills to the pool in
+// batches, and settles its counts with the pool's then.
 //
 // # Misuse
 //
@@ -156,8 +166,8 @@
 // exactly too, at one shared atomic add per call.
 //
 // Estimated: an Elastic pool's own Get and Put keep no counter that every
-// goroutine would write. They count only the buffers whose address hashes
-// into a fixed 1-in-64 sample: +1 when one is handed out, -1 when it comes
+// goroutine would write. They count only the buffers whose address, hashed
+// with a seed random to each pool, falls in a 1-in-64 sample: +1 when one is handed out, -1 when it comes
 // back, so the sampled count is exactly the sampled buffers in use, and
 // LiveObjects (and InUseBytes) is that count times 64, never negative. With
 // L buffers in use at random addresses its standard deviation is about

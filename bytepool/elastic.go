@@ -17,7 +17,7 @@ import (
 // shaped, so Put stores it in the interface without boxing, and Get
 // rebuilds the slice from it and the class size), and the class's counters.
 //
-// sync.Pool gives every P its own slot, so Get and Put take no lock and no
+// sync.Pool keeps a list per P, so Get and Put take no lock and no
 // atomic instruction, and it drops what stayed idle through two GC cycles:
 // that is the pool's decay.
 type elasticClass struct {
@@ -48,6 +48,20 @@ type elasticFields struct {
 	cacheAllocs, cacheFrees atomic.Uint64 // folded in by Caches
 	grows                   atomic.Uint64 // buffers made
 	releases                atomic.Uint64 // of those, collected by the GC
+}
+
+// newElastic sets p up as an Elastic pool: a class per size, each with
+// its sync.Pool, and the budget if the options ask for one.
+func (p *Pool) newElastic(cfg *config) {
+	p.budget = cfg.New()
+	p.elastic = make([]elasticClass, len(p.sizes))
+	p.elasticBase = unsafe.Pointer(&p.elastic[0])
+	for c, size := range p.sizes {
+		e := &p.elastic[c]
+		e.size = size
+		e.alignMask.Store(initialAlignMask(size))
+		e.budget = p.budget
+	}
 }
 
 // elasticOf returns class c of an Elastic pool, c < len(p.elastic), which
@@ -168,8 +182,8 @@ func (p *Pool) grow(c int) unsafe.Pointer {
 		}
 		return nil
 	}
-	// Under 16 bytes the Go heap would put the buffer in a shared tiny
-	// block, whose cleanup may never run.
+	// Under 16 bytes the Go heap would pack the buffer with others in one
+	// tiny allocation, whose cleanup may never run.
 	b := make([]byte, max(e.size, 16))[:e.size]
 	if checked.Enabled {
 		checked.Fill(b, checked.PoisonByte)

@@ -215,7 +215,7 @@ func misuseOp(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, s
 		if !checked.Enabled {
 			return nil
 		}
-		mu := misuseOf(func() { panicWithLeaksError(p) })
+		mu := misuseOf(func() { memtest.PanicWithLeaksError(p) })
 		full[i] = old // let the quarantine release it
 		if cap(b) > 64<<10 || p.HeapFallback(b) {
 			return nil // an oversize or fallback buffer goes back to the GC, unchecked

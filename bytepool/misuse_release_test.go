@@ -9,6 +9,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // What the release build does with each mistake of the misuse suite
@@ -34,7 +35,7 @@ func TestRelease_DoubleFree(t *testing.T) {
 		}
 	})
 	t.Run("policy=elastic/after-reuse", func(t *testing.T) {
-		if raceEnabled {
+		if race.Enabled {
 			t.Skip("sync.Pool drops buffers at random under the race detector")
 		}
 		p := mustNew(t, bytepool.WithShards(1))
@@ -78,7 +79,7 @@ func TestRelease_ForeignFree(t *testing.T) {
 		}
 	})
 	t.Run("class-capacity", func(t *testing.T) {
-		if raceEnabled {
+		if race.Enabled {
 			t.Skip("sync.Pool drops buffers at random under the race detector")
 		}
 		// With a class's capacity, an Elastic pool cannot tell foreign
@@ -119,7 +120,7 @@ func TestRelease_MovedStart(t *testing.T) {
 }
 
 func TestRelease_WriteAfterFreeAndOverflowStayInTheBuffer(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("sync.Pool drops buffers at random under the race detector")
 	}
 	// Neither is detected in release: a write after Put lands in the idle

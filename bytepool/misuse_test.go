@@ -1,11 +1,9 @@
 package bytepool_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
@@ -34,15 +32,6 @@ func bystanders(p *bytepool.Pool, n int, wantBad uint64) func() error {
 			return fmt.Errorf("BadFrees = %d; want %d", s.BadFrees, wantBad)
 		}
 		return nil
-	}
-}
-
-// panicWithLeaksError calls memkit.Leaks on src and panics with its error,
-// if any: the check a test makes at its end, made part of the mistake so
-// that the table can state what it reports.
-func panicWithLeaksError(src memkit.StatsSource) {
-	if _, err := memkit.Leaks(src); err != nil && !errors.Is(err, memkit.ErrNotChecked) {
-		panic(err)
 	}
 }
 
@@ -121,7 +110,7 @@ var mistakes = []memtest.Mistake{
 			p.Put(b)
 			return func() {
 				b[20] = 'x'
-				panicWithLeaksError(p)
+				memtest.PanicWithLeaksError(p)
 			}, intact
 		},
 	},

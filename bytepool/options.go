@@ -3,7 +3,9 @@ package bytepool
 import (
 	"fmt"
 
+	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/shard"
+	"github.com/memkit/memkit/internal/sizeclass"
 )
 
 // Policy selects how a [Pool] obtains and keeps memory.
@@ -45,13 +47,10 @@ const (
 )
 
 type config struct {
+	budget.Options // WithBudget, WithBudgetAlert
+
 	minSize, maxSize, perDoubling int
 	policy                        Policy
-	budget                        int64
-	budgetSet                     bool
-	alertAt                       int64
-	alertFn                       func(used int64, above bool)
-	alertSet                      bool
 	zeroed                        bool
 	shards                        int
 	sampleBits                    int // Elastic: count 1 in 2^sampleBits buffers (0: every one)
@@ -63,35 +62,53 @@ func defaultConfig() config {
 		maxSize:     DefaultMaxSize,
 		perDoubling: DefaultPerDoubling,
 		policy:      Elastic,
-		budget:      DefaultBudget,
 		shards:      shard.PerP(8, 64),
 		sampleBits:  sampleBits,
 	}
 }
 
-// configure applies opts to the defaults and checks what does not depend
-// on the size classes, naming the first bad option.
-func configure(opts []Option) (config, error) {
+// configure applies opts to the defaults and checks them, naming the first
+// bad option, and returns the size classes they ask for.
+func configure(opts []Option) (config, *sizeclass.Table, error) {
 	cfg := defaultConfig()
 	for i, o := range opts {
 		if o == nil {
-			return cfg, fmt.Errorf("%soption %d is nil", prefix, i)
+			return cfg, nil, fmt.Errorf("%soption %d is nil", prefix, i)
 		}
 		o(&cfg)
 	}
-	switch {
-	case cfg.shards < 1 || cfg.shards > 1<<16:
-		return cfg, fmt.Errorf("%sShards %d must be between 1 and 65536", prefix, cfg.shards)
-	case cfg.policy != Elastic && cfg.policy != Bounded:
-		return cfg, fmt.Errorf("%sPolicy %d is neither Elastic nor Bounded", prefix, int(cfg.policy))
-	case cfg.policy == Elastic && cfg.budgetSet && cfg.budget < 1:
-		return cfg, fmt.Errorf("%sBudget %d must be positive", prefix, cfg.budget)
-	case cfg.alertSet && cfg.alertAt < 1:
-		return cfg, fmt.Errorf("%sBudgetAlert threshold %d must be positive", prefix, cfg.alertAt)
-	case cfg.alertSet && cfg.alertFn == nil:
-		return cfg, fmt.Errorf("%sBudgetAlert func is nil: pass the function to call", prefix)
+	if err := cfg.check(); err != nil {
+		return cfg, nil, err
 	}
-	return cfg, nil
+	t, err := sizeclass.New(cfg.minSize, cfg.maxSize, cfg.perDoubling, "MinSize", "MaxSize", "ClassesPerDoubling")
+	if err != nil {
+		return cfg, nil, fmt.Errorf("%s%w", prefix, err)
+	}
+	return cfg, t, nil
+}
+
+// check returns what is wrong with the options that do not depend on the
+// size classes (sizeclass.New checks those), one rule per case.
+func (c *config) check() error {
+	switch {
+	case c.shards < 1 || c.shards > 1<<16:
+		return fmt.Errorf("%sShards %d must be between 1 and 65536", prefix, c.shards)
+	case c.policy != Elastic && c.policy != Bounded:
+		return fmt.Errorf("%sPolicy %d is neither Elastic nor Bounded", prefix, int(c.policy))
+	}
+	if err := c.Options.Check(); err != nil {
+		return fmt.Errorf("%s%w", prefix, err)
+	}
+	return nil
+}
+
+// regionSize is the bytes a Bounded pool reserves: the WithBudget limit,
+// or DefaultBudget without one.
+func (c *config) regionSize() int64 {
+	if n := c.Limit(); n > 0 {
+		return n
+	}
+	return DefaultBudget
 }
 
 // WithMinSize sets the smallest class (default 64). Smaller requests are
@@ -125,8 +142,8 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 // pool's classes ever hold.
 //
 // For an [Elastic] pool (default: none) it bounds the bytes of the buffers
-// the pool has made and the GC has not yet collected, in use or idle; n
-// must be positive. At the budget a Get that needs a new buffer still gets
+// the pool has made and the GC has not yet collected, in use or idle. At
+// the budget a Get that needs a new buffer still gets
 // one, made outside the budget and counted in Stats.HeapFallbacks, and
 // TryGet reports false instead, changing nothing but Stats.Failures. A
 // buffer is charged when the pool makes it and released when the GC
@@ -135,13 +152,17 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 // buffer never put back stays charged until the GC collects it. The budget
 // is charged and released only on those slow paths, never by a Get or Put
 // of an idle buffer.
-func WithBudget(n int64) Option { return func(c *config) { c.budget, c.budgetSet = n, true } }
+//
+// n must be > 0, for either policy: leave the option out for no limit (or,
+// for a Bounded pool, for DefaultBudget). New returns an error otherwise.
+func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 
 // WithBudgetAlert calls fn when the bytes charged to the pool's budget rise
 // to threshold or more (above true) and when they fall back below it
 // (above false), once per crossing, for load shedding. It needs no
-// [WithBudget] limit. threshold must be positive and fn not nil: New
-// returns an error otherwise.
+// [WithBudget] limit. threshold must be > 0, fn must not be nil, and with
+// WithBudget the threshold must not be above the budget: New returns an
+// error otherwise.
 //
 // What is charged: for an [Elastic] pool, the buffers it has made and not
 // given back to the GC (see [WithBudget]); for a [Bounded] pool, the slabs
@@ -154,7 +175,7 @@ func WithBudget(n int64) Option { return func(c *config) { c.budget, c.budgetSet
 // and never with a lock of the pool held; it must be quick and must not
 // block.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
-	return func(c *config) { c.alertAt, c.alertFn, c.alertSet = threshold, fn, true }
+	return func(c *config) { c.SetAlert(threshold, fn) }
 }
 
 // WithExactStats makes an [Elastic] pool count every Get and Put exactly,

@@ -21,7 +21,7 @@ import (
 // must not be copied after first use.
 //
 // An [Elastic] pool's Get and Put are one sync.Pool Get or Put of the
-// buffer's data pointer (a per-P slot, no atomic instruction, no boxing)
+// buffer's data pointer (the P's own list, no atomic instruction, no boxing)
 // plus a table lookup, a capacity check and the idle mark: within 10% of a
 // bare sync.Pool per class. A [Bounded] pool's are one uncontended
 // compare-and-swap on the goroutine's shard each.
@@ -85,13 +85,9 @@ type counters struct {
 // New returns a pool configured by opts, or an error naming the first
 // invalid option.
 func New(opts ...Option) (*Pool, error) {
-	cfg, err := configure(opts)
+	cfg, t, err := configure(opts)
 	if err != nil {
 		return nil, err
-	}
-	t, err := sizeclass.New(cfg.minSize, cfg.maxSize, cfg.perDoubling, "MinSize", "MaxSize", "ClassesPerDoubling")
-	if err != nil {
-		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
 	p := &Pool{
 		minSize:    t.Min(),
@@ -112,25 +108,12 @@ func New(opts ...Option) (*Pool, error) {
 		p.magCap[c] = magazineSize(size)
 	}
 	if cfg.policy == Bounded {
-		if err := p.newBounded(&cfg); err != nil {
-			return nil, err
-		}
+		err = p.newBounded(&cfg)
 	} else {
-		if cfg.budgetSet || cfg.alertSet {
-			var limit int64
-			if cfg.budgetSet {
-				limit = cfg.budget
-			}
-			p.budget = budget.New(limit, cfg.alertAt, cfg.alertFn)
-		}
-		p.elastic = make([]elasticClass, t.Len())
-		p.elasticBase = unsafe.Pointer(&p.elastic[0])
-		for c, size := range p.sizes {
-			e := &p.elastic[c]
-			e.size = size
-			e.alignMask.Store(initialAlignMask(size))
-			e.budget = p.budget
-		}
+		p.newElastic(&cfg)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if checked.Enabled {
 		p.track = checked.NewTracker("bytepool")

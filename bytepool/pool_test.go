@@ -16,6 +16,7 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 func mustNew(t testing.TB, opts ...bytepool.Option) *bytepool.Pool {
@@ -80,9 +81,9 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		}
 	}
 	_, err := bytepool.New(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(1000))
-	want := "memkit/bytepool: Budget 1000 must be between 64KiB and 128TiB"
+	want := "memkit/bytepool: WithBudget(1000): a Bounded pool's region must be between 64KiB and 128TiB"
 	if math.MaxInt < 1<<32 {
-		want = "memkit/bytepool: Budget 1000 must be between 64KiB and 2.0GiB" // what an int can hold
+		want = "memkit/bytepool: WithBudget(1000): a Bounded pool's region must be between 64KiB and 2.0GiB" // what an int can hold
 	}
 	if err == nil || err.Error() != want {
 		t.Errorf("New(Bounded, Budget 1000) error = %v; want %q", err, want)
@@ -300,7 +301,7 @@ func TestPool_Zeroing(t *testing.T) {
 	}
 	p.Put(b[:cap(b)]) // the whole capacity was written: put it back whole
 	c := p.Get(999)
-	if addr(c) != addr(b) && !checked.Enabled && !raceEnabled {
+	if addr(c) != addr(b) && !checked.Enabled && !race.Enabled {
 		t.Fatal("buffer not reused")
 	}
 	for i, x := range c[:cap(c)] {
@@ -314,7 +315,7 @@ func TestPool_ZeroAllocs(t *testing.T) {
 	if checked.Enabled {
 		t.Skip("the checked build records every Get")
 	}
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("sync.Pool drops a quarter of the buffers at random under the race detector, so Gets allocate")
 	}
 	forEachPolicy(t, func(t *testing.T, p *bytepool.Pool) {
@@ -631,12 +632,12 @@ func TestPool_HugeSizesAreMemkitErrors(t *testing.T) {
 	// memory is an error, not the runtime's fatal out of memory.
 	if mem := bytepool.MachineMemory(); mem > 0 && mem < 1<<46 && math.MaxInt > 1<<32 {
 		_, err := bytepool.New(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(1<<46))
-		if err == nil || !strings.HasPrefix(err.Error(), "memkit/bytepool: Budget 70368744177664 is more than this machine's memory") {
+		if err == nil || !strings.HasPrefix(err.Error(), "memkit/bytepool: WithBudget(70368744177664): a Bounded pool's region is more than this machine's memory") {
 			t.Fatalf("New(Bounded, Budget 1<<46) = %v", err)
 		}
 	}
 	_, err := bytepool.New(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(1<<48))
-	if want := "memkit/bytepool: Budget 281474976710656 must be between 64KiB and 128TiB"; math.MaxInt > 1<<32 && (err == nil || err.Error() != want) {
+	if want := "memkit/bytepool: WithBudget(281474976710656): a Bounded pool's region must be between 64KiB and 128TiB"; math.MaxInt > 1<<32 && (err == nil || err.Error() != want) {
 		t.Fatalf("New(Bounded, Budget 1<<48) = %v; want %q", err, want)
 	}
 	// Get past what make can serve panics with a memkit message.
@@ -663,10 +664,10 @@ func TestNew_NilOptionAndAlertThresholdAreErrors(t *testing.T) {
 	}{
 		{[]bytepool.Option{nil}, "memkit/bytepool: option 0 is nil"},
 		{[]bytepool.Option{bytepool.WithZeroing(), nil}, "memkit/bytepool: option 1 is nil"},
-		{[]bytepool.Option{bytepool.WithBudgetAlert(-1, fn)}, "memkit/bytepool: BudgetAlert threshold -1 must be positive"},
-		{[]bytepool.Option{bytepool.WithBudgetAlert(0, fn), bytepool.WithPolicy(bytepool.Bounded)}, "memkit/bytepool: BudgetAlert threshold 0 must be positive"},
-		{[]bytepool.Option{bytepool.WithBudgetAlert(0, nil)}, "memkit/bytepool: BudgetAlert threshold 0 must be positive"},
-		{[]bytepool.Option{bytepool.WithBudgetAlert(10, nil)}, "memkit/bytepool: BudgetAlert func is nil: pass the function to call"},
+		{[]bytepool.Option{bytepool.WithBudgetAlert(-1, fn)}, "memkit/bytepool: WithBudgetAlert(-1, fn): the threshold must be > 0 bytes"},
+		{[]bytepool.Option{bytepool.WithBudgetAlert(0, fn), bytepool.WithPolicy(bytepool.Bounded)}, "memkit/bytepool: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{[]bytepool.Option{bytepool.WithBudgetAlert(0, nil)}, "memkit/bytepool: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+		{[]bytepool.Option{bytepool.WithBudgetAlert(10, nil)}, "memkit/bytepool: WithBudgetAlert(10, nil): fn is nil; leave the option out for no alert"},
 	} {
 		if p, err := bytepool.New(tc.opts...); p != nil || err == nil || err.Error() != tc.want {
 			t.Errorf("New = %v, %v; want %q", p, err, tc.want)

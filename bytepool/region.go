@@ -66,7 +66,7 @@ const maxBudget = int64(1<<(31+slabShift))*int64(bits.UintSize/64) + int64(1<<31
 func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region, error) {
 	nslabs := int(size >> slabShift)
 	if mem := machineMemory(); mem > 0 && uint64(nslabs)<<slabShift > mem {
-		return nil, fmt.Errorf("%sBudget %d is more than this machine's memory (%d bytes of RAM and swap): lower it", prefix, size, mem)
+		return nil, fmt.Errorf("%sWithBudget(%d): a Bounded pool's region is more than this machine's memory (%d bytes of RAM and swap): lower it", prefix, size, mem)
 	}
 	r := &region{
 		budget:   b,
