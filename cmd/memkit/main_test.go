@@ -15,6 +15,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/internal/race"
 )
 
@@ -334,10 +335,7 @@ func TestBoundedBudgetFits(t *testing.T) {
 }
 
 func TestRegister_Duplicate(t *testing.T) {
-	defer func() {
-		if r := recover(); r != "memkit: bench GetPut/size=64B/impl=memkit registered twice" {
-			t.Errorf("panic %v", r)
-		}
-	}()
-	register(bench{workload: "GetPut/size=64B", impl: "memkit"})
+	memtest.CheckPanic(t, "memkit: bench GetPut/size=64B/impl=memkit registered twice", func() {
+		register(bench{workload: "GetPut/size=64B", impl: "memkit"})
+	})
 }

@@ -120,14 +120,7 @@ func TestNewPool_BadParametersPanic(t *testing.T) {
 		{"factor", func() { slab.NewSyncPool(64, 1024, 1) }, "memkit/funnyslab: NewSyncPool: factor 1 must be at least 2"},
 		{"page", func() { slab.NewChanPool(64, 1<<20, 2, 1024) }, "memkit/funnyslab: NewChanPool: pageSize 1024 must hold at least one chunk of maxSize 1048576"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			defer func() {
-				if r := fmt.Sprint(recover()); r != c.want {
-					t.Fatalf("panic %q; want %q", r, c.want)
-				}
-			}()
-			c.f()
-		})
+		t.Run(c.name, func(t *testing.T) { memtest.CheckPanic(t, c.want, c.f) })
 	}
 }
 
