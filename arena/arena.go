@@ -73,7 +73,7 @@ func cacheIndex(k unsafe.Pointer) uintptr {
 // "memkit/arena: " message naming the first option out of range.
 func NewArena(opts ...Option) *Arena {
 	a := &Arena{}
-	a.init(newConfig(opts))
+	a.init(newConfig(opts, false))
 	return a
 }
 

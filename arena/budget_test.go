@@ -62,9 +62,19 @@ func TestOptions_BudgetMistakesPanic(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			memtest.CheckPanic(t, c.want, func() { arena.NewArena(c.opts...) })
 			memtest.CheckPanic(t, c.want, func() { arena.NewTyped[int](c.opts...) })
-			memtest.CheckPanic(t, c.want, func() { arena.NewPool(c.opts...) })
+			if c.name != "alert-above-budget" {
+				memtest.CheckPanic(t, c.want, func() { arena.NewPool(c.opts...) })
+			}
 		})
 	}
+	// A Pool's alert watches all its arenas, its budget bounds each one:
+	// the alert may be above the budget, and must still be valid.
+	p := arena.NewPool(arena.WithBudget(2048), arena.WithBudgetAlert(4096, fn))
+	p.Put(p.Get())
+	memtest.CheckPanic(t, "memkit/arena: WithBudgetAlert(4096, nil): fn is nil; leave the option out for no alert",
+		func() { arena.NewPool(arena.WithBudget(2048), arena.WithBudgetAlert(4096, nil)) })
+	memtest.CheckPanic(t, "memkit/arena: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit",
+		func() { arena.NewPool(arena.WithBudget(0), arena.WithBudgetAlert(4096, fn)) })
 	arena.NewArena(arena.WithBudget(2048), arena.WithBudgetAlert(2048, fn)).Free()
 }
 

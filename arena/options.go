@@ -33,8 +33,8 @@ func defaultConfig() config { return config{chunkSize: DefaultChunkSize, chunk: 
 
 // newConfig applies opts to the defaults, checks the result and builds
 // what it asks for; it panics with the first mistake, as the constructors
-// document.
-func newConfig(opts []Option) config {
+// document. pool is set for NewPool's options.
+func newConfig(opts []Option, pool bool) config {
 	c := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
@@ -42,7 +42,7 @@ func newConfig(opts []Option) config {
 		}
 		o(&c)
 	}
-	if err := c.check(); err != nil {
+	if err := c.check(pool); err != nil {
 		panic("memkit/arena: " + err.Error())
 	}
 	c.chunk = uintptr(c.chunkSize)
@@ -55,11 +55,18 @@ func newConfig(opts []Option) config {
 
 // check returns what is wrong with the options, one case per mistake, or
 // nil. The message has no package prefix: newConfig adds it.
-func (c *config) check() error {
+func (c *config) check(pool bool) error {
 	if c.chunkSize < 1 || c.chunkSize > MaxChunkSize {
 		return fmt.Errorf("chunk size %d out of range [1, 1GiB]", c.chunkSize)
 	}
-	return c.Options.Check() // WithBudget, WithBudgetAlert
+	o := c.Options // WithBudget, WithBudgetAlert
+	if threshold, fn := o.Alert(); pool && threshold > 0 && fn != nil {
+		// A Pool's alert watches all its arenas together, its budget
+		// bounds each one: the alert may be above the budget. A threshold
+		// of 1 is within any valid budget, so Check judges the rest.
+		o.SetAlert(1, fn)
+	}
+	return o.Check()
 }
 
 // WithChunkSize sets the size in bytes of the chunks the arena takes from
@@ -114,8 +121,9 @@ func WithAccount(f func(delta int64) error) Option {
 // (or, for an arena the GC collects without a Free, on a cleanup
 // goroutine); it must be quick, must be safe for concurrent use for a
 // Pool, and must not call back into the arena. threshold must be > 0, fn
-// must not be nil, and with a [WithBudget] budget the threshold must not be
-// above it: the constructor panics otherwise.
+// must not be nil, and with a [WithBudget] budget the threshold of an
+// arena's alert must not be above it (a Pool's may be, its budget being per
+// arena): the constructor panics otherwise.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 	return func(c *config) { c.SetAlert(threshold, fn) }
 }

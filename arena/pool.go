@@ -39,9 +39,10 @@ type poolStats struct {
 // NewPool returns a pool of arenas configured by opts, which apply to
 // every arena of the pool (a [WithBudget] budget is per arena; a
 // [WithBudgetAlert] alert is for the pool, on the memory all its arenas
-// hold). It panics if an option is out of range.
+// hold, so its threshold may be above the budget). It panics if an option
+// is out of range.
 func NewPool(opts ...Option) *Pool {
-	cfg := newConfig(opts)
+	cfg := newConfig(opts, true)
 	p := &Pool{cfg: cfg, st: &poolStats{alert: cfg.alert}}
 	p.cfg.alert = nil // the arenas report to the pool's
 	if checked.Enabled {

@@ -67,7 +67,7 @@ func NewTyped[T any](opts ...Option) *Typed[T] {
 		panic("memkit/arena: unexpected layout of Typed")
 	}
 	c := &t.c
-	c.cfg = newConfig(opts)
+	c.cfg = newConfig(opts, false)
 	c.inited = true
 	c.s.init(infoFor[T](), c.cfg.chunk)
 	if c.cfg.account != nil || c.cfg.alert != nil {
