@@ -9,6 +9,7 @@ import (
 	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // alerts records the calls of a budget alert.
@@ -132,7 +133,7 @@ func TestFixedPool_BudgetRefusesExpansionsAndTryCheckout(t *testing.T) {
 }
 
 func TestFixedPool_ZeroAllocsWithBudgetAlert(t *testing.T) {
-	if raceEnabled || checked.Enabled {
+	if race.Enabled || checked.Enabled {
 		t.Skip("the race detector allocates; the checked build records every checkout")
 	}
 	p := mustFixed(t, 4, 1024, buffer.WithBudget(1<<20), buffer.WithBudgetAlert(1<<10, func(int64, bool) {}))

@@ -19,6 +19,7 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 func mustPool(t testing.TB, opts ...buffer.Option) *buffer.Pool {
@@ -379,7 +380,7 @@ func TestBuffer_HotPathsAllocateNothing(t *testing.T) {
 			b.Free()
 		}},
 	} {
-		if raceEnabled || buffer.Debug {
+		if race.Enabled || buffer.Debug {
 			t.Skip("the race detector allocates; memkitdebug never reuses a header")
 		}
 		if n := testing.AllocsPerRun(100, tc.f); n != 0 {

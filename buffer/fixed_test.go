@@ -20,6 +20,7 @@ import (
 	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 func mustFixed(t testing.TB, count, size int, opts ...buffer.Option) *buffer.FixedPool {
@@ -296,7 +297,7 @@ type errReader struct{ err error }
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestFixedPool_CheckoutCloseAllocatesNothing(t *testing.T) {
-	if raceEnabled || buffer.Debug {
+	if race.Enabled || buffer.Debug {
 		t.Skip("the race detector allocates; memkitdebug gives each checkout its own header")
 	}
 	p := mustFixed(t, 16, 4096)

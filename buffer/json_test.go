@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memkit/memkit/buffer"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // marshal is what encoding/json writes for v, with or without HTML escaping.
@@ -256,7 +257,7 @@ func TestJSON_DepthLimit(t *testing.T) {
 }
 
 func TestJSON_WritesNoAllocations(t *testing.T) {
-	if raceEnabled || buffer.Debug {
+	if race.Enabled || buffer.Debug {
 		t.Skip("the race detector allocates; memkitdebug never reuses a header")
 	}
 	p := mustPool(t, buffer.WithDefaultSize(4096))

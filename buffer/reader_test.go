@@ -10,6 +10,7 @@ import (
 	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // split cuts data into a Slice at the given lengths (the rest in a last
@@ -420,7 +421,7 @@ func TestReader_ClipFrontKeepsAPartlyReadOwnedSegmentForFree(t *testing.T) {
 }
 
 func TestReader_CallsAllocateNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	data := make([]byte, 4096)

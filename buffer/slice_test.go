@@ -10,6 +10,7 @@ import (
 
 	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/race"
 )
 
 func sameMemory(a, b []byte) bool {
@@ -125,7 +126,7 @@ func TestSlice_WriteToPlainWriter(t *testing.T) {
 	if n != 1 || err != io.ErrShortWrite {
 		t.Fatalf("WriteTo short writer = %d, %v", n, err)
 	}
-	if raceEnabled {
+	if race.Enabled {
 		return
 	}
 	if allocs := testing.AllocsPerRun(100, func() { s.WriteTo(io.Discard) }); allocs != 0 {
@@ -198,7 +199,7 @@ func TestSlice_WriteToTCPUsesWritev(t *testing.T) {
 }
 
 func TestSlice_PushAfterResetAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	var s buffer.Slice
