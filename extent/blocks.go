@@ -46,10 +46,10 @@ func (a *Allocator) mallocSlow(n int, fallback bool) []byte {
 	id := a.addBlock(mem, false)
 	a.grows++
 	a.lastGrow = size
-	a.t.insert(a.slots[id].base, a.slots[id].end(), id)
+	a.t.insert(a.blocks[id].base, a.blocks[id].end(), id)
 	a.free += uint64(size)
 	a.allocs++
-	b := a.take(a.t.find(a.slots[id].base), n)
+	b := a.take(a.t.find(a.blocks[id].base), n)
 	a.publish()
 	return b
 }
@@ -133,20 +133,20 @@ func (a *Allocator) heapFallback(n int) []byte {
 	a.fallbacks++
 	a.noteUse()
 	a.publish()
-	return a.slots[id].mem
+	return a.blocks[id].mem
 }
 
 // addBlock records mem as a block and returns its ID.
 func (a *Allocator) addBlock(mem []byte, fallback bool) int32 {
 	b := block{mem: mem, base: sliceAddr(mem), fallback: fallback}
 	var id int32
-	if k := len(a.freeSlot); k > 0 {
-		id = a.freeSlot[k-1]
-		a.freeSlot = a.freeSlot[:k-1]
-		a.slots[id] = b
+	if k := len(a.freeIDs); k > 0 {
+		id = a.freeIDs[k-1]
+		a.freeIDs = a.freeIDs[:k-1]
+		a.blocks[id] = b
 	} else {
-		id = int32(len(a.slots))
-		a.slots = append(a.slots, b)
+		id = int32(len(a.blocks))
+		a.blocks = append(a.blocks, b)
 	}
 	i := a.blockAbove(b.base)
 	a.sorted = append(a.sorted, 0)
@@ -162,14 +162,14 @@ func (a *Allocator) addBlock(mem []byte, fallback bool) int32 {
 
 // blockAbove returns the index in sorted of the first block above p.
 func (a *Allocator) blockAbove(p uintptr) int {
-	return sort.Search(len(a.sorted), func(i int) bool { return a.slots[a.sorted[i]].base > p })
+	return sort.Search(len(a.sorted), func(i int) bool { return a.blocks[a.sorted[i]].base > p })
 }
 
 // dropBlock forgets block id, whose whole range is free range x, and gives
 // its memory back.
 func (a *Allocator) dropBlock(id, x int32) {
 	a.t.delete(x)
-	blk := a.slots[id]
+	blk := a.blocks[id]
 	size := uint64(len(blk.mem))
 	a.free -= size
 	a.reserved -= size
@@ -183,8 +183,8 @@ func (a *Allocator) dropBlock(id, x int32) {
 			break
 		}
 	}
-	a.slots[id] = block{}
-	a.freeSlot = append(a.freeSlot, id)
+	a.blocks[id] = block{}
+	a.freeIDs = append(a.freeIDs, id)
 	if a.hint == id {
 		a.clearHint()
 	}
@@ -218,7 +218,7 @@ func (a *Allocator) blockOfSlow(p, e uintptr) int32 {
 		return -1
 	}
 	id := a.sorted[i]
-	b := &a.slots[id]
+	b := &a.blocks[id]
 	if e > b.end() {
 		return -1
 	}

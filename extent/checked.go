@@ -182,7 +182,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 		}
 	}
 	// Guard bytes of every allocation touched.
-	blk := &a.slots[id]
+	blk := &a.blocks[id]
 	for _, pc := range d.pieces {
 		ae := d.allocEnd[pc.seg]
 		if !d.guarded[ae] {

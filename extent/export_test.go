@@ -100,7 +100,7 @@ func (a *Allocator) GuardBytes() int {
 func (a *Allocator) BlockBounds() [][2]uintptr {
 	out := make([][2]uintptr, 0, len(a.sorted))
 	for _, id := range a.sorted {
-		out = append(out, [2]uintptr{a.slots[id].base, a.slots[id].end()})
+		out = append(out, [2]uintptr{a.blocks[id].base, a.blocks[id].end()})
 	}
 	return out
 }

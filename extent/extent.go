@@ -34,12 +34,12 @@ import (
 type Allocator struct {
 	t tree // the free-range index (tree.go)
 
-	slots    []block // by block ID; a slot with nil mem is unused
-	freeSlot []int32
-	sorted   []int32 // IDs of live blocks, by address
-	hint     int32   // the block the last Free hit, or -1; never a heap fallback
-	hintLo   uintptr // its bounds, so that a hit loads nothing else
-	hintHi   uintptr
+	blocks  []block // by block ID; an entry with nil mem is unused
+	freeIDs []int32 // unused block IDs
+	sorted  []int32 // IDs of live blocks, by address
+	hint    int32   // the block the last Free hit, or -1; never a heap fallback
+	hintLo  uintptr // its bounds, so that a hit loads nothing else
+	hintHi  uintptr
 
 	// The front cache (recent.go): ranges freed recently, about oldest
 	// first, kept out of the index so that a Malloc of the same size takes
@@ -171,7 +171,7 @@ func (a *Allocator) mallocEmpty(n int) []byte {
 // take carves n bytes from the front of free range x.
 func (a *Allocator) take(x int32, n int) []byte {
 	nd := &a.t.nodes[x]
-	blk := &a.slots[nd.blk]
+	blk := &a.blocks[nd.blk]
 	off := int(nd.start - blk.base)
 	if nd.end-nd.start == uintptr(n) {
 		// Delete before changing the range: the maxima on x's path still
@@ -225,7 +225,7 @@ func (a *Allocator) Free(b []byte) {
 			a.badFree()
 			panic(errForeign)
 		}
-		if a.slots[id].fallback {
+		if a.blocks[id].fallback {
 			a.freeRange(p, e, id)
 			a.freed()
 			return
@@ -274,7 +274,7 @@ func (a *Allocator) freeRange(p, e uintptr, id int32) {
 	if bad {
 		a.doubleFree()
 	}
-	blk := &a.slots[id]
+	blk := &a.blocks[id]
 	// Ranges touching [p, e) are in the same block unless p or e is the
 	// block's edge (another block may start right where this one ends).
 	joinL := pred != 0 && t.nodes[pred].end == p && p != blk.base
@@ -379,7 +379,7 @@ func (a *Allocator) Trim() int {
 	released := 0
 	for i := len(a.sorted) - 1; i >= 0; i-- {
 		id := a.sorted[i]
-		blk := &a.slots[id]
+		blk := &a.blocks[id]
 		size := uint64(len(blk.mem))
 		if a.reserved-size < keep {
 			continue
@@ -404,7 +404,7 @@ func (a *Allocator) Close() {
 		a.releaseHeld("Close")
 	}
 	for _, id := range a.sorted {
-		blk := &a.slots[id]
+		blk := &a.blocks[id]
 		if a.cfg.offHeap && !blk.fallback {
 			_ = offheap.Free(blk.mem)
 		}
@@ -415,7 +415,7 @@ func (a *Allocator) Close() {
 		a.dbg.reset()
 	}
 	a.t = newTree()
-	a.slots, a.freeSlot, a.sorted = nil, nil, nil
+	a.blocks, a.freeIDs, a.sorted = nil, nil, nil
 	a.clearHint()
 	a.recent, a.nRecent, a.gain = [recentCap]span{}, 0, 0
 	a.bChunk, a.bOff, a.bOld = nil, 0, nil

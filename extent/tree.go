@@ -10,11 +10,11 @@ package extent
 // double-free check. Random priorities keep the expected depth O(log n).
 //
 // Nodes live in one slice and link by int32 index, with 0 as nil, so the GC
-// has no pointers to scan and a freed node slot is reused.
+// has no pointers to scan and a freed node is reused.
 type tree struct {
 	nodes    []node
 	root     int32
-	freeNode int32 // head of the list of unused slots, linked by right
+	freeNode int32 // head of the list of unused nodes, linked by right
 	rnd      uint32
 	count    int // free ranges
 	// low is at most the start of every range: lowered by insert and by
@@ -27,7 +27,7 @@ type node struct {
 	max                 uintptr // the largest end-start in this subtree
 	left, right, parent int32
 	prio                uint32
-	blk                 int32 // the block the range lies in: its slot
+	blk                 int32 // the block the range lies in: its ID
 }
 
 func newTree() tree {
