@@ -1,7 +1,6 @@
 package bytepool_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -119,5 +118,3 @@ func BenchmarkPool_ReadStats(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(s.Classes)), "classes")
 }
-
-var _ = fmt.Sprint
