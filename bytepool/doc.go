@@ -148,7 +148,11 @@
 // Stats.HeapFallbacks, and TryGet reports false. [WithBudgetAlert] calls
 // back when the bytes charged cross a threshold. Both are charged on slow
 // paths only: when a buffer is made, a slab taken, or the GC collects a
-// buffer; a Get or Put of an idle buffer never touches them.
+// buffer; a Get or Put of an idle buffer never touches them. The two
+// options follow the rules every memkit package shares: a budget is > 0
+// bytes (leave WithBudget out for none), an alert threshold is > 0 and not
+// above the budget, and its func is not nil; New returns an error naming
+// the option otherwise.
 //
 // # Statistics
 //
