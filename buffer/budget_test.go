@@ -41,36 +41,54 @@ func TestBudget_InvalidOptionsNameTheOption(t *testing.T) {
 	fn := func(int64, bool) {}
 	type invalid struct {
 		fixed bool
-		opts  []buffer.Option
+		opts  []buffer.CommonOption
 		want  string
 	}
+	const (
+		zero     = "memkit/buffer: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"
+		negative = "memkit/buffer: WithBudget(-5): a budget is a number of bytes > 0; leave the option out for no limit"
+	)
 	cases := []invalid{
-		{true, []buffer.Option{buffer.WithBudget(0)}, "memkit/buffer: Budget 0 must be positive"},
-		{true, []buffer.Option{buffer.WithBudgetAlert(-1, fn)}, "memkit/buffer: BudgetAlert threshold -1 must be positive"},
-		{false, []buffer.Option{buffer.WithBudget(-5)}, "memkit/buffer: Budget -5 must be positive"},
-		{false, []buffer.Option{buffer.WithBytePool(bp), buffer.WithBudget(1 << 20)}, "memkit/buffer: Budget and BudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New"},
+		{false, []buffer.CommonOption{buffer.WithBytePool(bp), buffer.WithBudget(1 << 20)}, "memkit/buffer: WithBudget and WithBudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New"},
 	}
 	// Issue 13, case 10: a nil option, and an alert threshold <= 0 or a
-	// nil alert function, are errors for both constructors.
+	// nil alert function, are errors for both constructors; so are a
+	// budget of 0 (leave the option out for none) and an alert above the
+	// budget (it could never fire).
 	for _, fixed := range []bool{true, false} {
 		cases = append(cases,
-			invalid{fixed, []buffer.Option{buffer.WithBudget(1 << 20), nil}, "memkit/buffer: option 1 is nil"},
-			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(0, fn)}, "memkit/buffer: BudgetAlert threshold 0 must be positive"},
-			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(-1, nil)}, "memkit/buffer: BudgetAlert threshold -1 must be positive"},
-			invalid{fixed, []buffer.Option{buffer.WithBudgetAlert(64, nil)}, "memkit/buffer: BudgetAlert function is nil"},
+			invalid{fixed, []buffer.CommonOption{buffer.WithBudget(0)}, zero},
+			invalid{fixed, []buffer.CommonOption{buffer.WithBudget(-5)}, negative},
+			invalid{fixed, []buffer.CommonOption{buffer.WithBudget(1 << 20), nil}, "memkit/buffer: option 1 is nil"},
+			invalid{fixed, []buffer.CommonOption{buffer.WithBudgetAlert(0, fn)}, "memkit/buffer: WithBudgetAlert(0, fn): the threshold must be > 0 bytes"},
+			invalid{fixed, []buffer.CommonOption{buffer.WithBudgetAlert(-1, nil)}, "memkit/buffer: WithBudgetAlert(-1, fn): the threshold must be > 0 bytes"},
+			invalid{fixed, []buffer.CommonOption{buffer.WithBudgetAlert(64, nil)}, "memkit/buffer: WithBudgetAlert(64, nil): fn is nil; leave the option out for no alert"},
+			invalid{fixed, []buffer.CommonOption{buffer.WithBudget(100), buffer.WithBudgetAlert(200, fn)}, "memkit/buffer: WithBudgetAlert(200, fn): the threshold is above WithBudget(100), so the alert could never fire"},
 		)
 	}
 	for _, tc := range cases {
 		var err error
 		if tc.fixed {
-			_, err = buffer.NewFixedPool(1, 64, tc.opts...)
+			_, err = buffer.NewFixedPool(1, 64, asOptions[buffer.FixedOption](tc.opts)...)
 		} else {
-			_, err = buffer.NewPool(tc.opts...)
+			_, err = buffer.NewPool(asOptions[buffer.PoolOption](tc.opts)...)
 		}
 		if err == nil || err.Error() != tc.want {
-			t.Errorf("error %v; want %q", err, tc.want)
+			t.Errorf("fixed=%v: error %v; want %q", tc.fixed, err, tc.want)
 		}
 	}
+}
+
+// asOptions converts options both constructors read to one constructor's
+// option type (a nil stays nil).
+func asOptions[O any](opts []buffer.CommonOption) []O {
+	out := make([]O, len(opts))
+	for i, o := range opts {
+		if o != nil {
+			out[i] = any(o).(O)
+		}
+	}
+	return out
 }
 
 func TestFixedPool_BudgetRefusesExpansionsAndTryCheckout(t *testing.T) {

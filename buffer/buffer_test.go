@@ -22,7 +22,7 @@ import (
 	"github.com/memkit/memkit/internal/race"
 )
 
-func mustPool(t testing.TB, opts ...buffer.Option) *buffer.Pool {
+func mustPool(t testing.TB, opts ...buffer.PoolOption) *buffer.Pool {
 	t.Helper()
 	p, err := buffer.NewPool(opts...)
 	if err != nil {
@@ -68,16 +68,39 @@ func readStats(s memkit.StatsSource) memkit.Stats {
 
 func TestNewPool_InvalidOptionsNameTheOption(t *testing.T) {
 	for _, tc := range []struct {
-		opts []buffer.Option
+		opts []buffer.PoolOption
 		want string
 	}{
-		{[]buffer.Option{buffer.WithDefaultSize(0)}, "memkit/buffer: DefaultSize 0 must be between 1 and 1048576"},
-		{[]buffer.Option{buffer.WithDefaultSize(2 << 20)}, "memkit/buffer: DefaultSize 2097152 must be between 1 and 1048576"},
-		{[]buffer.Option{buffer.WithOverflow(buffer.Strict)}, "memkit/buffer: Overflow applies to a FixedPool only"},
+		{[]buffer.PoolOption{buffer.WithDefaultSize(0)}, "memkit/buffer: DefaultSize 0 must be between 1 and 1048576"},
+		{[]buffer.PoolOption{buffer.WithDefaultSize(2 << 20)}, "memkit/buffer: DefaultSize 2097152 must be between 1 and 1048576"},
+		{[]buffer.PoolOption{nil}, "memkit/buffer: option 0 is nil"},
 	} {
 		p, err := buffer.NewPool(tc.opts...)
 		if p != nil || err == nil || err.Error() != tc.want {
 			t.Errorf("NewPool = %v, %v; want error %q", p, err, tc.want)
+		}
+	}
+}
+
+// TestOptions_EachConstructorTakesOnlyWhatItReads checks the option types:
+// an option a constructor does not read is not of its option type, so the
+// compiler refuses it (issue 17).
+func TestOptions_EachConstructorTakesOnlyWhatItReads(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		opt         any
+		pool, fixed bool
+	}{
+		{"WithBytePool", buffer.WithBytePool(nil), true, true},
+		{"WithBudget", buffer.WithBudget(1), true, true},
+		{"WithBudgetAlert", buffer.WithBudgetAlert(1, func(int64, bool) {}), true, true},
+		{"WithDefaultSize", buffer.WithDefaultSize(1), true, false},
+		{"WithOverflow", buffer.WithOverflow(buffer.Strict), false, true},
+	} {
+		_, pool := tc.opt.(buffer.PoolOption)
+		_, fixed := tc.opt.(buffer.FixedOption)
+		if pool != tc.pool || fixed != tc.fixed {
+			t.Errorf("%s: a PoolOption %v, a FixedOption %v; want %v, %v", tc.name, pool, fixed, tc.pool, tc.fixed)
 		}
 	}
 }

@@ -140,8 +140,8 @@ const (
 // the process here). It reads [WithOverflow],
 // [WithBytePool] (the storage of expanded buffers, default: the default
 // Pool's), [WithBudget] and [WithBudgetAlert].
-func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
-	cfg := newConfig(opts)
+func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
+	cfg := newConfig(opts, FixedOption.applyFixed)
 	stride := size
 	if checked.Enabled {
 		stride += slotGuard
@@ -153,12 +153,10 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 		return nil, errorf("size %d must be at least 1", size)
 	case size > maxInt/count || stride > maxInt/count || stride < size:
 		return nil, errorf("count %d × size %d overflows an int", count, size)
-	case cfg.setDefault:
-		return nil, errorf("DefaultSize applies to a Pool only")
 	case cfg.overflow != Expand && cfg.overflow != Strict:
 		return nil, errorf("Overflow %d is neither Expand nor Strict", int(cfg.overflow))
 	}
-	if err := cfg.budgetErr(); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	// The storage and the slots are two allocations the runtime would
@@ -183,9 +181,7 @@ func NewFixedPool(count, size int, opts ...Option) (*FixedPool, error) {
 		slots:  make([]fixedSlot, count),
 		shards: make([]fixedShard, (count+shardSlots-1)/shardSlots),
 	}
-	if cfg.setBudget || cfg.alertFn != nil {
-		p.budget = budget.New(cfg.budget, cfg.alertAt, cfg.alertFn)
-	}
+	p.budget = cfg.New()
 	if checked.Enabled {
 		p.track = checked.NewTracker("buffer")
 		checked.Register(p, p.track)

@@ -23,7 +23,7 @@ import (
 	"github.com/memkit/memkit/internal/race"
 )
 
-func mustFixed(t testing.TB, count, size int, opts ...buffer.Option) *buffer.FixedPool {
+func mustFixed(t testing.TB, count, size int, opts ...buffer.FixedOption) *buffer.FixedPool {
 	t.Helper()
 	p, err := buffer.NewFixedPool(count, size, opts...)
 	if err != nil {
@@ -38,14 +38,14 @@ const bigSize = int(^uint(0)>>1) / 1000
 func TestNewFixedPool_InvalidParametersNameThem(t *testing.T) {
 	for _, tc := range []struct {
 		count, size int
-		opts        []buffer.Option
+		opts        []buffer.FixedOption
 		want        string
 	}{
 		{0, 10, nil, "memkit/buffer: count 0 must be between 1 and 2^31-1"},
 		{10, 0, nil, "memkit/buffer: size 0 must be at least 1"},
 		{1 << 20, bigSize, nil, fmt.Sprintf("memkit/buffer: count 1048576 × size %d overflows an int", bigSize)},
-		{1, 1, []buffer.Option{buffer.WithDefaultSize(10)}, "memkit/buffer: DefaultSize applies to a Pool only"},
-		{1, 1, []buffer.Option{buffer.WithOverflow(7)}, "memkit/buffer: Overflow 7 is neither Expand nor Strict"},
+		{1, 1, []buffer.FixedOption{buffer.WithOverflow(7)}, "memkit/buffer: Overflow 7 is neither Expand nor Strict"},
+		{1, 1, []buffer.FixedOption{buffer.WithOverflow(buffer.Strict), nil}, "memkit/buffer: option 1 is nil"},
 	} {
 		p, err := buffer.NewFixedPool(tc.count, tc.size, tc.opts...)
 		if p != nil || err == nil || err.Error() != tc.want {
@@ -389,7 +389,7 @@ func (p plainReader) Read(b []byte) (int, error) { return p.r.Read(b) }
 // (issue 13, case 8).
 func TestFixedPool_ReadFromLosesNoByte(t *testing.T) {
 	const size = 64
-	pools := map[string][]buffer.Option{
+	pools := map[string][]buffer.FixedOption{
 		"Strict":        {buffer.WithOverflow(buffer.Strict)},
 		"Expand/budget": {buffer.WithBudget(1)},
 	}

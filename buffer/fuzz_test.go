@@ -515,7 +515,7 @@ func FuzzFixedPool(f *testing.F) {
 		cfg := ops.Byte()
 		count, size := 1+int(cfg>>2)%4, 32
 		strict := cfg&1 == 1
-		var opts []buffer.Option
+		var opts []buffer.FixedOption
 		if strict {
 			opts = append(opts, buffer.WithOverflow(buffer.Strict))
 		}

@@ -58,27 +58,24 @@ type Pool struct {
 // [WithDefaultSize], and [WithBudget] and [WithBudgetAlert] for the
 // bytepool it makes when not given one), or an error naming the first
 // invalid option.
-func NewPool(opts ...Option) (*Pool, error) {
-	cfg := newConfig(opts)
-	if cfg.setOverflow {
-		return nil, errorf("Overflow applies to a FixedPool only")
-	}
-	if err := cfg.budgetErr(); err != nil {
+func NewPool(opts ...PoolOption) (*Pool, error) {
+	cfg := newConfig(opts, PoolOption.applyPool)
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	bp := cfg.bytes
-	if bp != nil && (cfg.setBudget || cfg.alertFn != nil) {
-		return nil, errorf("Budget and BudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New")
+	if bp != nil && cfg.Any() {
+		return nil, errorf("WithBudget and WithBudgetAlert apply to the Pool's own bytepool; with WithBytePool, give them to bytepool.New")
 	}
 	if bp == nil {
 		// Its own bytepool counts exactly: ReadStats is the storage this
 		// Pool's Buffers took and gave back.
 		bopts := []bytepool.Option{bytepool.WithExactStats()}
-		if cfg.setBudget {
-			bopts = append(bopts, bytepool.WithBudget(cfg.budget))
+		if n := cfg.Limit(); n > 0 {
+			bopts = append(bopts, bytepool.WithBudget(n))
 		}
-		if cfg.alertFn != nil {
-			bopts = append(bopts, bytepool.WithBudgetAlert(cfg.alertAt, cfg.alertFn))
+		if cfg.HasAlert() {
+			bopts = append(bopts, bytepool.WithBudgetAlert(cfg.Alert()))
 		}
 		var err error
 		if bp, err = bytepool.New(bopts...); err != nil {
