@@ -49,7 +49,7 @@ type Buffer struct {
 	pool *Pool      // where storage comes from; nil: the default Pool
 	fp   *FixedPool // the FixedPool of a checkout; nil otherwise
 
-	slot  int32  // the FixedPool slot, or -1 for a miss
+	index int32  // the FixedPool buffer's index, or -1 for a miss
 	state uint32 // stLive or stFree; atomic for a FixedPool miss
 	uses  uint32 // storage returns, for calibration sampling
 	owned bool   // buf is bytepool storage, returned on Free

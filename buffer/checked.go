@@ -67,10 +67,10 @@ func (b *Buffer) checkFree(op string) {
 		}
 		panic(b.misuse(op, checked.ForeignFree, nil, "a copy of a Buffer, or one its pool did not hand out"))
 	}
-	if b.fp != nil && b.slot >= 0 {
+	if b.fp != nil && b.index >= 0 {
 		p := b.fp
-		off := int(b.slot)*(p.size+slotGuard) + p.size
-		gap := p.mem[off : off+slotGuard]
+		off := int(b.index)*(p.size+guardLen) + p.size
+		gap := p.mem[off : off+guardLen]
 		if i := checked.FirstNot(gap, checked.GuardByte); i >= 0 {
 			panic(b.misuse(op, checked.Overflow, rec, fmt.Sprintf(
 				"byte %d past the end of the %d-byte buffer is %#x, not the guard byte %#x",
@@ -104,26 +104,26 @@ func (b *Buffer) untrack(op string) *checked.Record {
 // which the header must stay reachable (issue 13, case 5).
 var testHookUntrack func()
 
-// hold puts the slot of b, a FixedPool buffer closed by op, in the pool's
+// hold puts b, a FixedPool buffer closed by op, in the pool's
 // quarantine: poisoned, and back on the free list only once the tracker
 // lets it go (checking the poison then).
 func (p *FixedPool) hold(b *Buffer, op string) {
 	rec := b.untrack(op)
-	i := b.slot
-	p.track.Hold(op, rec, p.slotMem(i), func() { p.push(i) })
+	i := b.index
+	p.track.Hold(op, rec, p.entryMem(i), func() { p.push(i) })
 }
 
-// slotMem is slot i's buffer in the checked build's layout.
-func (p *FixedPool) slotMem(i int32) []byte {
-	off := int(i) * (p.size + slotGuard)
+// entryMem is buffer i's memory in the checked build's layout.
+func (p *FixedPool) entryMem(i int32) []byte {
+	off := int(i) * (p.size + guardLen)
 	return p.mem[off : off+p.size : off+p.size]
 }
 
 // poisonAll fills every buffer of a new FixedPool with poison and every
 // gap after one with guard bytes.
 func (p *FixedPool) poisonAll() {
-	stride := p.size + slotGuard
-	for i := range p.slots {
+	stride := p.size + guardLen
+	for i := range p.entries {
 		off := i * stride
 		checked.Fill(p.mem[off:off+p.size], checked.PoisonByte)
 		checked.Fill(p.mem[off+p.size:off+stride], checked.GuardByte)
@@ -133,14 +133,14 @@ func (p *FixedPool) poisonAll() {
 // takeChecked is take in the checked build: a header of its own for every
 // checkout, and the poison checked before the buffer is handed out.
 func (p *FixedPool) takeChecked(i int) *Buffer {
-	sl := &p.slots[i]
-	b := &Buffer{pool: p.pool, fp: p, slot: int32(i)}
+	sl := &p.entries[i]
+	b := &Buffer{pool: p.pool, fp: p, index: int32(i)}
 	p.dbgMu.Lock()
 	prev := sl.dbg
 	sl.dbg = b
 	sl.out = true
 	p.dbgMu.Unlock()
-	mem := p.slotMem(int32(i))
+	mem := p.entryMem(int32(i))
 	if k := checked.FirstNot(mem, checked.PoisonByte); k >= 0 {
 		var rec *checked.Record
 		if prev != nil {
@@ -159,9 +159,9 @@ func (p *FixedPool) takeChecked(i int) *Buffer {
 
 // closeChecked is close of a reserved buffer in the checked build: under
 // dbgMu, so that of two Closes of one header exactly one succeeds, the
-// slot stops being out; then it waits in the quarantine.
+// buffer stops being out; then it waits in the quarantine.
 func (p *FixedPool) closeChecked(b *Buffer, op string) error {
-	sl := &p.slots[b.slot]
+	sl := &p.entries[b.index]
 	p.dbgMu.Lock()
 	if !sl.isOut(b) {
 		p.dbgMu.Unlock()
@@ -193,7 +193,7 @@ func (p *FixedPool) chargeGrowth(b *Buffer, newCap int) bool {
 	old := 0
 	if b.owned {
 		old = cap(b.buf)
-	} else if b.slot < 0 {
+	} else if b.index < 0 {
 		old = p.size
 	}
 	return p.budget.TryCharge(int64(newCap - old))

@@ -1,8 +1,15 @@
-// Package buffer holds the byte buffers built on bytepool: a pooled,
-// growable [Buffer]; [FixedPool], a fixed count of fixed-size buffers
-// checked out and closed (Viki's bytepool); [JSON], a writer of correct JSON
-// into a Buffer without allocating; and [Slice] and [Reader], a list of
-// segments read as one stream without copying (gomem's Memory and
+// Package buffer is for building and reading bytes: a response, a
+// request body, a message, a JSON document. Pick it over bytes.Buffer when
+// such buffers are made often enough that their garbage shows (a [Buffer]
+// from [Get] recycles its header and storage, 0 allocations per use), over
+// a sync.Pool of *bytes.Buffer when buffers should size themselves to what
+// the program writes and let idle memory go after a burst, and over
+// bytepool when you want an io.Writer with bytes.Buffer's methods rather
+// than a bare []byte (bytepool is its storage). [FixedPool] is for a fixed
+// memory footprint: count buffers of one size reserved up front, checked
+// out and closed, never truncating. [JSON] writes correct JSON into a
+// Buffer without allocating, and [Slice] and [Reader] read a list of
+// segments as one stream without copying (gomem's Memory and
 // MemoryReader).
 //
 //	b := buffer.Get()        // storage from bytepool on the first write
@@ -112,6 +119,14 @@
 // nanoseconds, hundreds of times slower than the release build, which pays
 // nothing for any of it (the checks are behind a constant). Use it in tests
 // and staging, not in production.
+//
+// # Options
+//
+// [NewPool] takes [PoolOption]s and [NewFixedPool] [FixedOption]s; the
+// options both read ([WithBytePool], [WithBudget], [WithBudgetAlert]) are
+// [CommonOption]s, of both types, so the compiler refuses an option the
+// constructor would not read ([WithDefaultSize] for a FixedPool,
+// [WithOverflow] for a Pool).
 //
 // # Budgets
 //

@@ -79,47 +79,61 @@ import (
 // expansion is refused as under [Strict] and [FixedPool.TryCheckout]
 // reports false; Checkout still hands out a miss.
 type FixedPool struct {
-	size   int
-	strict bool
-	pool   *Pool // storage of expanded buffers
-	mem    []byte
-	slots  []fixedSlot
-	shards []fixedShard // slot i's bit is i%16 of shards[i/16]
+	size    int
+	strict  bool
+	pool    *Pool // storage of expanded buffers
+	mem     []byte
+	entries []fixedEntry
+	shards  []fixedShard // buffer i's bit is i%16 of shards[i/16]
 
 	// The counters of the slow paths.
 	misses, missCloses, expansions, refusals, badCloses atomic.Uint64
 
 	budget *budget.Budget   // misses and expansions; nil: no limit, no alert
 	track  *checked.Tracker // checked build only: the checkouts out
-	held   atomic.Int64     // checked build only: closed slots in the quarantine
+	held   atomic.Int64     // checked build only: closed buffers in the quarantine
 	dbgMu  shard.Lock       // checked build only: orders the Closes
 }
 
-// slotGuard is the gap of guard bytes after each slot in the checked build,
+// guardLen is the gap of guard bytes after each buffer in the checked build,
 // where a write past a buffer's capacity (made through unsafe) lands and
 // is reported at Close.
-const slotGuard = 16
+const guardLen = 16
 
-// fixedSlot is one buffer of the pool. The goroutine that cleared its
+// fixedEntry is one buffer of the pool. The goroutine that cleared its
 // bit in its shard's word (a checkout) owns its fields until the Close that
 // sets the bit again.
-type fixedSlot struct {
+//
+// Why two headers, and no generation that would catch every stale Close in
+// the release build (issue 13): Close has one input, its receiver, and a
+// *Buffer carries nothing but an address. Once both headers have served
+// again (the second checkout after the one a stale *Buffer came from),
+// the stale pointer is the new owner's, and all a Close can read through
+// it — the header's fields, the entry's flip, the shard's word — is the
+// same for the stale call and the owner's: no test, however cheap, can
+// tell the two calls apart, and a generation kept in the header would be
+// the owner's. A generation has to travel in the handle; without changing
+// the API that means one header address per generation: K headers per
+// buffer catch a stale Close for K-1 later checkouts at 64 bytes a header,
+// no finite K catches all, and headers never reused (the checked build's)
+// cost an allocation per Checkout.
+type fixedEntry struct {
 	flip uint8   // the header the next checkout uses; the other is out
 	out  bool    // checked build: dbg is out
 	dbg  *Buffer // checked build: the header of the last checkout, or nil
 	hdr  [2]Buffer
 }
 
-// isOut reports whether b is the header through which the slot, which its
+// isOut reports whether b is the header through which the buffer, which its
 // shard's word shows checked out, was checked out.
-func (sl *fixedSlot) isOut(b *Buffer) bool {
+func (sl *fixedEntry) isOut(b *Buffer) bool {
 	if checked.Enabled {
 		return sl.out && sl.dbg == b
 	}
 	return &sl.hdr[sl.flip^1] == b
 }
 
-// fixedShard is sixteen slots: a word whose low 16 bits are the slots that
+// fixedShard is sixteen buffers: a word whose low 16 bits are the buffers that
 // are idle and whose high 48 bits count the checkouts it served, alone on
 // its cache line.
 type fixedShard struct {
@@ -128,9 +142,9 @@ type fixedShard struct {
 }
 
 const (
-	shardSlots  = 16
-	idleMask    = 1<<shardSlots - 1
-	oneCheckout = 1 << shardSlots
+	shardEntries = 16
+	idleMask     = 1<<shardEntries - 1
+	oneCheckout  = 1 << shardEntries
 )
 
 // NewFixedPool reserves count buffers of size bytes and returns the pool,
@@ -144,7 +158,7 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 	cfg := newConfig(opts, FixedOption.applyFixed)
 	stride := size
 	if checked.Enabled {
-		stride += slotGuard
+		stride += guardLen
 	}
 	switch {
 	case count < 1 || count > 1<<31-1:
@@ -159,10 +173,10 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	// The storage and the slots are two allocations the runtime would
+	// The storage and the entries are two allocations the runtime would
 	// end the process over if the system refused them: ask first.
-	slotBytes := uint64(unsafe.Sizeof(fixedSlot{}))
-	if need := uint64(count)*uint64(stride) + uint64(count)*slotBytes; need > uint64(maxInt) || !sysmem.Available(need) {
+	entryBytes := uint64(unsafe.Sizeof(fixedEntry{}))
+	if need := uint64(count)*uint64(stride) + uint64(count)*entryBytes; need > uint64(maxInt) || !sysmem.Available(need) {
 		return nil, errorf("count %d × size %d needs %d bytes with its bookkeeping, more than the system can give now; use fewer or smaller buffers",
 			count, size, need)
 	}
@@ -174,12 +188,12 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		}
 	}
 	p := &FixedPool{
-		size:   size,
-		strict: cfg.overflow == Strict,
-		pool:   grow,
-		mem:    make([]byte, count*stride),
-		slots:  make([]fixedSlot, count),
-		shards: make([]fixedShard, (count+shardSlots-1)/shardSlots),
+		size:    size,
+		strict:  cfg.overflow == Strict,
+		pool:    grow,
+		mem:     make([]byte, count*stride),
+		entries: make([]fixedEntry, count),
+		shards:  make([]fixedShard, (count+shardEntries-1)/shardEntries),
 	}
 	p.budget = cfg.New()
 	if checked.Enabled {
@@ -187,11 +201,11 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		checked.Register(p, p.track)
 		p.poisonAll()
 	}
-	for i := range p.slots {
-		for k := range p.slots[i].hdr {
-			p.slots[i].hdr[k] = Buffer{pool: grow, fp: p, slot: int32(i), state: stFree}
+	for i := range p.entries {
+		for k := range p.entries[i].hdr {
+			p.entries[i].hdr[k] = Buffer{pool: grow, fp: p, index: int32(i), state: stFree}
 		}
-		p.shards[i/shardSlots].w.Store(p.shards[i/shardSlots].w.Load() | 1<<(i%shardSlots))
+		p.shards[i/shardEntries].w.Store(p.shards[i/shardEntries].w.Load() | 1<<(i%shardEntries))
 	}
 	return p, nil
 }
@@ -207,7 +221,7 @@ func (p *FixedPool) Checkout() *Buffer {
 	if w := s.w.Load(); w&idleMask != 0 {
 		bit := uint(bits.TrailingZeros64(w))
 		if s.w.CompareAndSwap(w, w&^(1<<bit)+oneCheckout) {
-			return p.take(int(k)*shardSlots + int(bit))
+			return p.take(int(k)*shardEntries + int(bit))
 		}
 	}
 	return p.checkoutSlow(k, false)
@@ -222,13 +236,13 @@ func (p *FixedPool) TryCheckout() (*Buffer, bool) {
 	return b, b != nil
 }
 
-// take hands out slot i, whose bit the caller cleared: its next header,
+// take hands out buffer i, whose bit the caller cleared: its next header,
 // ready for use.
 func (p *FixedPool) take(i int) *Buffer {
 	if checked.Enabled {
 		return p.takeChecked(i)
 	}
-	sl := &p.slots[i]
+	sl := &p.entries[i]
 	b := &sl.hdr[sl.flip]
 	// Detach the header of the previous checkout from the storage: a
 	// stale write through it then grows into fresh memory rather than
@@ -236,10 +250,10 @@ func (p *FixedPool) take(i int) *Buffer {
 	prev := &sl.hdr[sl.flip^1]
 	prev.buf, prev.off = prev.buf[:0:0], 0
 	sl.flip ^= 1
-	// The header's pool, fp and slot never change. Close left off zero and
+	// The header's pool, fp and index never change. Close left off zero and
 	// owned false, but a stale write through the header since may have
 	// grown it into bytepool storage (which the GC takes back): reset
-	// them, or the next Close would give the slot's memory to bytepool.
+	// them, or the next Close would give the buffer's reserved memory to bytepool.
 	b.buf, b.off, b.owned = p.mem[i*p.size:i*p.size:(i+1)*p.size], 0, false
 	return b
 }
@@ -267,7 +281,7 @@ func (p *FixedPool) checkoutSlow(k uintptr, try bool) *Buffer {
 			return nil
 		}
 	}
-	b := &Buffer{buf: make([]byte, 0, p.size), pool: p.pool, fp: p, slot: -1}
+	b := &Buffer{buf: make([]byte, 0, p.size), pool: p.pool, fp: p, index: -1}
 	p.misses.Add(1)
 	if checked.Enabled {
 		p.track.Alloc(b.addr(), p.size, checked.SkipWithin(pkgPath))
@@ -285,41 +299,41 @@ func (p *FixedPool) takeAny(k uintptr) *Buffer {
 		for w := s.w.Load(); w&idleMask != 0; w = s.w.Load() {
 			bit := uint(bits.TrailingZeros64(w))
 			if s.w.CompareAndSwap(w, w&^(1<<bit)+oneCheckout) {
-				return p.take(int(ks)*shardSlots + int(bit))
+				return p.take(int(ks)*shardEntries + int(bit))
 			}
 		}
 	}
 	return nil
 }
 
-// closeFast is the release build's Close of a reserved buffer (b.slot >= 0,
+// closeFast is the release build's Close of a reserved buffer (b.index >= 0,
 // which the caller checks) that did not expand, inlined into Close and Free: it reports whether it closed b.
 // When it reports false it changed nothing, and close decides (a miss,
 // expanded storage, a stale or second Close, or a compare-and-swap lost to
 // a neighbour).
 func (p *FixedPool) closeFast(b *Buffer) bool {
-	i := b.slot
-	if b.owned || &p.slots[i].hdr[p.slots[i].flip^1] != b {
+	i := b.index
+	if b.owned || &p.entries[i].hdr[p.entries[i].flip^1] != b {
 		return false
 	}
-	s := &p.shards[i/shardSlots].w
-	w, bit := s.Load(), uint64(1)<<(i%shardSlots)
+	s := &p.shards[i/shardEntries].w
+	w, bit := s.Load(), uint64(1)<<(i%shardEntries)
 	return w&bit == 0 && s.CompareAndSwap(w, w|bit)
 }
 
 // close is Close and Free of a FixedPool buffer, op naming which.
 func (p *FixedPool) close(b *Buffer, op string) error {
-	if b.slot < 0 {
+	if b.index < 0 {
 		return p.closeMiss(b, op)
 	}
 	if checked.Enabled {
 		return p.closeChecked(b, op)
 	}
-	i := int(b.slot)
-	s := &p.shards[i/shardSlots]
-	bit := uint64(1) << (i % shardSlots)
+	i := int(b.index)
+	s := &p.shards[i/shardEntries]
+	bit := uint64(1) << (i % shardEntries)
 	w := s.w.Load()
-	if w&bit != 0 || !p.slots[i].isOut(b) {
+	if w&bit != 0 || !p.entries[i].isOut(b) {
 		p.badCloses.Add(1)
 		return ErrClosed
 	}
@@ -368,9 +382,9 @@ func (p *FixedPool) closeMiss(b *Buffer, op string) error {
 	return nil
 }
 
-// push marks slot i idle again, from the quarantine (checked build).
+// push marks buffer i idle again, from the quarantine (checked build).
 func (p *FixedPool) push(i int32) {
-	p.shards[i/shardSlots].w.Or(1 << (i % shardSlots))
+	p.shards[i/shardEntries].w.Or(1 << (i % shardEntries))
 	p.held.Add(-1)
 }
 
@@ -390,7 +404,7 @@ func (p *FixedPool) countRefusal()   { p.refusals.Add(1) }
 func (p *FixedPool) Size() int { return p.size }
 
 // Cap reports the number of buffers the pool keeps.
-func (p *FixedPool) Cap() int { return len(p.slots) }
+func (p *FixedPool) Cap() int { return len(p.entries) }
 
 // Len reports the number of idle buffers, ready for Checkout (Viki's
 // Pool.Len). It loads each shard's word in turn.
@@ -418,7 +432,7 @@ func (p *FixedPool) ReadStats(st *stats.Stats) {
 	sum := p.sum()
 	idle := sum.idleAll
 	size := uint64(p.size)
-	count := uint64(len(p.slots))
+	count := uint64(len(p.entries))
 	live := sat(sum.hits, sum.closes)
 	liveMisses := sat(sum.misses, sum.missCloses)
 	st.Allocs = sum.hits + sum.misses
@@ -456,14 +470,14 @@ func (p *FixedPool) sum() fixedSums {
 	for i := range p.shards {
 		w := p.shards[i].w.Load()
 		t.idleAll += uint64(bits.OnesCount64(w & idleMask))
-		t.hits += w >> shardSlots
+		t.hits += w >> shardEntries
 	}
 	if checked.Enabled {
 		// Closed buffers waiting in the quarantine are idle: Checkout
 		// lets them go before it makes a miss.
 		t.idleAll += uint64(p.held.Load())
 	}
-	t.closes = sat(t.hits, sat(uint64(len(p.slots)), t.idleAll))
+	t.closes = sat(t.hits, sat(uint64(len(p.entries)), t.idleAll))
 	t.misses = p.misses.Load()
 	t.missCloses = p.missCloses.Load()
 	t.expansions = p.expansions.Load()

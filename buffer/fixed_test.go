@@ -498,12 +498,12 @@ func TestNewFixedPool_SizesTheMachineCannotServe(t *testing.T) {
 	}
 }
 
-// TestFixedPool_StaleWriteDoesNotLendTheSlotToBytepool writes through a
+// TestFixedPool_StaleWriteDoesNotLendReservedMemoryToBytepool writes through a
 // header after its Close (a mistake the release build does not catch),
 // which grows the idle header into bytepool storage; the header's next
-// checkout must still hold the slot's memory as its own, and its Close must
+// checkout must still hold the buffer's reserved memory as its own, and its Close must
 // not give that memory to bytepool, where another Get would share it.
-func TestFixedPool_StaleWriteDoesNotLendTheSlotToBytepool(t *testing.T) {
+func TestFixedPool_StaleWriteDoesNotLendReservedMemoryToBytepool(t *testing.T) {
 	if buffer.Debug {
 		t.Skip("the checked build panics at the stale write")
 	}
@@ -520,12 +520,12 @@ func TestFixedPool_StaleWriteDoesNotLendTheSlotToBytepool(t *testing.T) {
 	if cur != stale {
 		t.Fatal("documented header alternation changed: update the test")
 	}
-	slot := cur.Storage()
+	reserved := cur.Storage()
 	cur.WriteString("mine")
 	cur.Close()
 	for range 4 {
-		if b := bp.Get(4096); uintptr(unsafe.Pointer(unsafe.SliceData(b[:1]))) == slot {
-			t.Fatal("bytepool hands out the FixedPool slot's memory")
+		if b := bp.Get(4096); uintptr(unsafe.Pointer(unsafe.SliceData(b[:1]))) == reserved {
+			t.Fatal("bytepool hands out the FixedPool buffer's reserved memory")
 		}
 	}
 }
@@ -538,7 +538,7 @@ func TestFixedPool_StaleWriteDoesNotLendTheSlotToBytepool(t *testing.T) {
 // take for the old one's and whose correct Close would report a double
 // free. The hook runs in that window: it checks the buffer out again, as
 // another goroutine would, and collects garbage; the closed header must
-// survive. (Before dd5c715 the slot was idle before the Close untracked the
+// survive. (Before dd5c715 the buffer was idle before the Close untracked the
 // header, and the header was unreachable there: this test failed.)
 func TestFixedPool_ClosedHeaderReachableUntilUntracked(t *testing.T) {
 	if !buffer.Debug {

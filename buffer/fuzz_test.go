@@ -918,8 +918,8 @@ func (md *jsonModel) marshal(v any) []byte {
 	return bytes.TrimSuffix(out.Bytes(), []byte("\n"))
 }
 
-// slot checks that a value may come now and writes its comma.
-func (md *jsonModel) slot() bool {
+// valueDue checks that a value may come now and writes its comma.
+func (md *jsonModel) valueDue() bool {
 	if md.failed {
 		return false
 	}
@@ -964,7 +964,7 @@ func (md *jsonModel) value(v any, ok bool) {
 		md.failed = true
 		return
 	}
-	if !md.slot() {
+	if !md.valueDue() {
 		return
 	}
 	if raw, ok := v.(json.RawMessage); ok {
@@ -983,7 +983,7 @@ func (md *jsonModel) begin(obj bool) {
 		md.failed = true
 		return
 	}
-	if !md.slot() {
+	if !md.valueDue() {
 		return
 	}
 	n := &jsonNode{obj: obj}

@@ -30,7 +30,7 @@ func TestRelease_DoubleFreeBeforeReuse(t *testing.T) {
 	c.Free()
 	memtest.CheckPanic(t, "memkit/buffer: double free", func() { c.Free() })
 	miss := fp.Checkout()
-	fp.Checkout().Close() // the slot back: miss is the only one out
+	fp.Checkout().Close() // the buffer back: miss is the only one out
 	miss.Free()
 	memtest.CheckPanic(t, "memkit/buffer: double free", func() { miss.Free() })
 }
