@@ -104,7 +104,7 @@ func New(size, minBlock int, opts ...Option) (*Allocator, error) {
 	top := bits.TrailingZeros(uint(n))
 	a := &Allocator{
 		mem:      mem,
-		base:     uintptr(unsafe.Pointer(unsafe.SliceData(mem))),
+		base:     blockAddr(mem),
 		size:     size,
 		minBlock: minBlock,
 		minShift: uint(bits.TrailingZeros(uint(minBlock))),
@@ -186,9 +186,7 @@ func (a *Allocator) Alloc(n int) ([]byte, error) {
 		panic(errNegative)
 	}
 	if n > a.size {
-		a.failures++
-		a.publishAll()
-		return nil, ErrNoSpace
+		return a.noSpace()
 	}
 	k := a.order(n)
 	avail := a.nonEmpty >> uint(k)
@@ -237,12 +235,20 @@ func (a *Allocator) allocSlow(n, k int) ([]byte, error) {
 		if checked.Enabled && a.releaseHeld() {
 			return a.Alloc(n) // blocks held back from reuse are free now
 		}
-		a.failures++
-		a.publishAll()
-		return nil, ErrNoSpace
+		return a.noSpace()
 	}
 	a.publishAll()
 	return a.Alloc(n)
+}
+
+// noSpace counts a failed Alloc, publishes it and returns ErrNoSpace. Out
+// of line: Alloc's fast path keeps its registers.
+//
+//go:noinline
+func (a *Allocator) noSpace() ([]byte, error) {
+	a.failures++
+	a.publishAll()
+	return nil, ErrNoSpace
 }
 
 // coalesce merges every pair of free buddies, from the smallest order up,
@@ -281,8 +287,7 @@ func (a *Allocator) Free(b []byte) {
 		a.freeChecked(b)
 		return
 	}
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
-	off := p - a.base
+	off := blockAddr(b) - a.base
 	if off >= uintptr(a.size) || off&uintptr(a.minBlock-1) != 0 {
 		a.countBadFree()
 		panic(errForeign)
@@ -308,6 +313,9 @@ func (a *Allocator) alertFree(k int) {
 		a.alert.add(-(int64(a.minBlock) << uint(k)))
 	}
 }
+
+// blockAddr is the address of the block b starts, whatever its length.
+func blockAddr(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))) }
 
 // put gives the block at index i of order k back: on its order's list, or
 // merged with its buddies once the list holds lazyReserve blocks.

@@ -2,7 +2,6 @@ package buddy
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
 )
@@ -45,7 +44,7 @@ func (a *Allocator) blockAt(p uintptr, size int) []byte {
 // and records it.
 func (a *Allocator) checkOut(b []byte, n int) {
 	full := b[:cap(b)]
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
+	p := blockAddr(b)
 	if i := checked.FirstNot(full, checked.PoisonByte); i >= 0 {
 		q := p + uintptr(i)
 		rec := a.lastOwner(q)
@@ -82,8 +81,7 @@ func (a *Allocator) lastOwner(q uintptr) *checked.Record {
 // Alloc gave or at len(b), whichever is larger, so a block grown by append
 // within its capacity is freed whole.
 func (a *Allocator) checkFree(b []byte) {
-	full := b[:cap(b)]
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
+	p := blockAddr(b)
 	rec := a.tr.Lookup(p)
 	if rec == nil {
 		a.countBadFree()
@@ -112,7 +110,7 @@ func (a *Allocator) checkFree(b []byte) {
 // rather than given back.
 func (a *Allocator) freeChecked(b []byte) {
 	a.checkFree(b)
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
+	p := blockAddr(b)
 	i := int32((p - a.base) >> a.minShift)
 	k := int(a.state[i] & orderMask)
 	o := &a.orders[k]
