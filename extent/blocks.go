@@ -79,7 +79,7 @@ func (a *Allocator) refuse(op string, n int, fallback bool) []byte {
 // more than the system can provide, or past the budget.
 func tryMallocErr(n int) error {
 	if !sysmem.Available(uint64(n)) {
-		return fmt.Errorf("memkit/extent: %d bytes: %w", n, errTooLarge)
+		return tooLargeError{n}
 	}
 	return ErrBudget
 }
@@ -109,7 +109,7 @@ func (a *Allocator) reserve(size int) ([]byte, error) {
 		b = m[:size:size]
 	} else {
 		if !sysmem.Available(uint64(size)) {
-			return nil, errTooLarge
+			return nil, tooLargeError{size}
 		}
 		b = make([]byte, size)
 	}

@@ -139,8 +139,8 @@
 // Sizes the system cannot provide (more than the Go runtime serves, or
 // more than the kernel would map now; see internal/sysmem) panic in Malloc
 // and Borrow with "memkit/extent: Malloc of n bytes: more than the system
-// can provide" and make TryMalloc return an error wrapping [ErrBudget],
-// rather than let make end the process.
+// can provide" and make TryMalloc return an error that errors.Is matches
+// with [ErrBudget], rather than let make end the process.
 //
 // # Statistics
 //

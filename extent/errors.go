@@ -1,6 +1,7 @@
 package extent
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/memkit/memkit/internal/budget"
@@ -20,9 +21,14 @@ var ErrBudget error = budget.NewErrBudget("extent", "no free range fits and a ne
 // Deprecated: use ErrBudget.
 var ErrNoSpace = ErrBudget
 
-// errTooLarge is what TryMalloc wraps when the system cannot provide a
-// request at all: it is ErrBudget too, the budget being the machine's.
-var errTooLarge = fmt.Errorf("more than the system can provide: %w", ErrBudget)
+// tooLargeError is TryMalloc's error for n bytes the system cannot provide
+// at all (see internal/sysmem). errors.Is matches it with ErrBudget (and
+// so with every package's ErrBudget), the budget being the machine's.
+type tooLargeError struct{ n int }
+
+func (e tooLargeError) Error() string { return fmt.Sprintf(errTooLargeFmt, "TryMalloc", e.n) }
+
+func (e tooLargeError) Is(target error) bool { return errors.Is(ErrBudget, target) }
 
 // The release build's panics.
 const (

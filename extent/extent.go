@@ -118,9 +118,10 @@ func (a *Allocator) Malloc(n int) []byte {
 
 // TryMalloc is Malloc without the heap fallback: when n does not fit in the
 // free ranges and a new block would pass the budget, it returns
-// [ErrBudget], leaving the allocator unchanged but for Stats.Failures. It
-// returns an error wrapping ErrBudget too when the system cannot provide n
-// bytes at all, where Malloc panics.
+// [ErrBudget], leaving the allocator unchanged but for Stats.Failures.
+// When the system cannot provide n bytes at all, where Malloc panics, it
+// returns "memkit/extent: TryMalloc of n bytes: more than the system can
+// provide", an error errors.Is matches with ErrBudget too.
 func (a *Allocator) TryMalloc(n int) ([]byte, error) {
 	if checked.Enabled {
 		return a.mallocChecked("TryMalloc", n, false)

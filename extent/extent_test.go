@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"unsafe"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
 )
@@ -119,8 +119,9 @@ func TestAllocator_MoreThanTheSystemCanProvide(t *testing.T) {
 			memtest.CheckPanic(t, fmt.Sprintf("memkit/extent: Malloc of %d bytes: more than the system can provide", n), func() { a.Malloc(n) })
 			memtest.CheckPanic(t, fmt.Sprintf("memkit/extent: Borrow of %d bytes: more than the system can provide", n), func() { a.Borrow(n) })
 			b, err := a.TryMalloc(n)
-			if b != nil || !errors.Is(err, extent.ErrBudget) || !strings.Contains(err.Error(), "more than the system can provide") {
-				t.Fatalf("TryMalloc(%d) = %d bytes, %v; want ErrBudget, more than the system can provide", n, len(b), err)
+			want := fmt.Sprintf("memkit/extent: TryMalloc of %d bytes: more than the system can provide", n)
+			if b != nil || !errors.Is(err, extent.ErrBudget) || !errors.Is(err, budget.NewErrBudget("x", "")) || err.Error() != want {
+				t.Fatalf("TryMalloc(%d) = %d bytes, %v; want %q, an ErrBudget", n, len(b), err, want)
 			}
 		}
 		if err := memtest.Verify(keep, 1); err != nil {
