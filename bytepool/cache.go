@@ -52,8 +52,11 @@ type cacheList struct {
 	n      int
 	size   int     // the class size
 	mask   uintptr // the class's alignment mask when the Cache was made (putSlow checks the pool's)
-	allocs uint64  // not yet folded into the pool
-	frees  uint64  // not yet folded into the pool
+	allocs uint64  // Gets not yet folded into the pool
+	// base is n as of the last settle, moved with every change of n that is
+	// not a Get or Put (a refill, a spill): the Puts not yet folded are
+	// allocs + n - base, so Put counts nothing.
+	base int
 }
 
 // NewCache returns a Cache in front of p.
@@ -132,7 +135,6 @@ func (c *Cache) Put(b []byte) {
 	markIdle(ptr, c.secret)
 	bufs[k] = ptr
 	l.n = k + 1
-	l.frees++
 }
 
 // putSlow is Put for large or odd capacities, a moved start, a full list,
@@ -167,7 +169,6 @@ func (c *Cache) putSlow(b []byte) {
 	}
 	l.bufs[l.n] = ptr
 	l.n++
-	l.frees++
 }
 
 // refill fetches half a magazine of class cl from the pool and serves n
@@ -216,6 +217,7 @@ func (c *Cache) refill(cl, n int) []byte {
 	}
 	ptr := want[got-1]
 	want[got-1] = nil
+	l.base += got // the list was empty: got buffers came in uncounted, one went out counted
 	l.n = got - 1
 	l.allocs++
 	if p.region == nil {
@@ -255,6 +257,7 @@ func (c *Cache) give(cl, keep int) {
 		}
 	}
 	clear(move)
+	l.base -= l.n - keep
 	l.n = keep
 	if p.region == nil {
 		c.settle(cl)
@@ -267,22 +270,23 @@ func (c *Cache) give(cl, keep int) {
 // the number of sampled buffers idle in the list (see [Pool.sampled]).
 func (c *Cache) settle(cl int) {
 	p, l := c.p, &c.all[cl]
+	frees := l.allocs + uint64(l.n-l.base)
 	if p.region != nil {
 		d := &p.depots[cl]
 		d.allocs += l.allocs
-		d.frees += l.frees
+		d.frees += frees
 	} else {
 		e := &p.elastic[cl]
-		if l.allocs|l.frees != 0 {
+		if l.allocs|frees != 0 {
 			e.cacheAllocs.Add(l.allocs)
-			e.cacheFrees.Add(l.frees)
+			e.cacheFrees.Add(frees)
 		}
 		if idle := p.countSampled(l.bufs[:l.n]); idle != c.idle[cl] {
 			e.cidle.Add(idle - c.idle[cl])
 			c.idle[cl] = idle
 		}
 	}
-	l.allocs, l.frees = 0, 0
+	l.allocs, l.base = 0, l.n
 }
 
 // Release returns every buffer the Cache holds to the pool and folds its
@@ -290,7 +294,7 @@ func (c *Cache) settle(cl int) {
 func (c *Cache) Release() {
 	for cl := range c.all {
 		l := &c.all[cl]
-		if l.n == 0 && l.allocs == 0 && l.frees == 0 && c.idle[cl] == 0 {
+		if l.n == 0 && l.allocs == 0 && l.base == 0 && c.idle[cl] == 0 {
 			continue
 		}
 		c.give(cl, 0)
