@@ -108,9 +108,12 @@ func (e *elasticClass) noteAlignment(ptr unsafe.Pointer) {
 
 // The in-use estimate. A fast path with no owner cannot count every
 // operation without a shared atomic per operation, so an Elastic pool
-// counts only the buffers in a fixed sample: those whose address, hashed,
-// falls in 1 of 2^sampleBits (1/64). Each such buffer adds one when handed
-// out and takes one away when put back, so the sampled count is exactly the
+// counts only the buffers in a sample fixed for the pool's life: those
+// whose address, hashed with the pool's seed, falls in 1 of 2^sampleBits
+// (1/64). Each such buffer adds one when handed out and takes one away when
+// put back (a Cache counts those it takes from the pool and gives back,
+// and those it holds idle, when it refills, spills or is released), so the
+// sampled count is exactly the
 // number of sampled buffers in use, and the estimate of buffers in use is
 // that count times 64, never negative.
 //
