@@ -113,9 +113,8 @@ func (e *elasticClass) noteAlignment(ptr unsafe.Pointer) {
 // (1/64). Each such buffer adds one when handed out and takes one away when
 // put back (a Cache counts those it takes from the pool and gives back,
 // and those it holds idle, when it refills, spills or is released), so the
-// sampled count is exactly the
-// number of sampled buffers in use, and the estimate of buffers in use is
-// that count times 64, never negative.
+// sampled count is exactly the number of sampled buffers in use, and the
+// estimate of buffers in use is that count times 64, never negative.
 //
 // If the addresses of the L buffers in use were drawn at random, the
 // estimate would have a standard deviation of sqrt(63 L), about 8 sqrt(L):
