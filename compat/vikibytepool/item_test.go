@@ -14,6 +14,7 @@ import (
 
 	"github.com/memkit/memkit/buffer"
 	bytepool "github.com/memkit/memkit/compat/vikibytepool"
+	"github.com/memkit/memkit/internal/memtest"
 )
 
 // TestVikiProgram_HTTPBody is the write-up's handler: the request body read
@@ -300,4 +301,24 @@ func BenchmarkJsonArray(b *testing.B) {
 			buffer.Close()
 		}
 	})
+}
+
+// New and NewJson have no error result, as Viki's: what buffer.NewFixedPool
+// refuses, they panic with, naming the constructor. WithBudget(0) is
+// refused: a budget is leaving the option out.
+func TestNew_BadParametersPanic(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		f    func()
+		want string
+	}{
+		{"count", func() { bytepool.New(0, 10) }, "memkit/vikibytepool: New: memkit/buffer: count 0 must be between 1 and 2^31-1"},
+		{"capacity", func() { bytepool.New(1, 0) }, "memkit/vikibytepool: New: memkit/buffer: size 0 must be at least 1"},
+		{"budget=0", func() { bytepool.New(1, 10, buffer.WithBudget(0)) },
+			"memkit/vikibytepool: New: memkit/buffer: WithBudget(0): a budget is a number of bytes > 0; leave the option out for no limit"},
+		{"NewJson,budget=-1", func() { bytepool.NewJson(1, 10, buffer.WithBudget(-1)) },
+			"memkit/vikibytepool: NewJson: memkit/buffer: WithBudget(-1): a budget is a number of bytes > 0; leave the option out for no limit"},
+	} {
+		t.Run(c.name, func(t *testing.T) { memtest.CheckPanic(t, c.want, c.f) })
+	}
 }

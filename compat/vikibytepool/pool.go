@@ -8,8 +8,9 @@ import (
 )
 
 // Option configures a pool built by New or NewJson: WithOverflow, or any
-// option of [buffer.NewFixedPool] (WithBudget, WithBytePool, ...).
-type Option = buffer.Option
+// option of [buffer.NewFixedPool] (WithBudget, WithBytePool, ...): it is
+// [buffer.FixedOption].
+type Option = buffer.FixedOption
 
 // Overflow is what an item does when a write would pass its capacity.
 type Overflow = buffer.Overflow
