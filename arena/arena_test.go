@@ -543,7 +543,7 @@ func TestOptions_Panics(t *testing.T) {
 	memtest.CheckPanic(t, "memkit/arena: chunk size 0 out of range [1, 1GiB]", func() { arena.NewArena(arena.WithChunkSize(0)) })
 	memtest.CheckPanic(t, "memkit/arena: chunk size 1073741825 out of range [1, 1GiB]", func() { arena.NewTyped[int](arena.WithChunkSize(1<<30 + 1)) })
 	// Issue 13 case 10: a nil Option was a nil dereference.
-	memtest.CheckPanic(t, "memkit/arena: nil Option", func() { arena.NewArena(nil) })
+	memtest.CheckPanic(t, "memkit/arena: option 1 of 1 is nil", func() { arena.NewArena(nil) })
 	// Building an option is never a mistake: only a constructor judges it.
 	_ = arena.WithBudgetAlert(-1, nil)
 	_ = arena.WithChunkSize(-1)

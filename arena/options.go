@@ -2,6 +2,7 @@ package arena
 
 import (
 	"fmt"
+	"github.com/memkit/memkit/internal/option"
 
 	"github.com/memkit/memkit/internal/budget"
 )
@@ -36,11 +37,8 @@ func defaultConfig() config { return config{chunkSize: DefaultChunkSize, chunk: 
 // document. pool is set for NewPool's options.
 func newConfig(opts []Option, pool bool) config {
 	c := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			panic("memkit/arena: nil Option")
-		}
-		o(&c)
+	if err := option.Apply(&c, opts); err != nil {
+		panic("memkit/arena: " + err.Error())
 	}
 	if err := c.check(pool); err != nil {
 		panic("memkit/arena: " + err.Error())

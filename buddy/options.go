@@ -3,6 +3,7 @@ package buddy
 import (
 	"errors"
 	"fmt"
+	"github.com/memkit/memkit/internal/option"
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/sysmem"
@@ -21,14 +22,7 @@ type config struct {
 // table of checks, each naming what is wrong and what to do.
 func newConfig(size, minBlock int, opts []Option) (config, error) {
 	var c config
-	nilAt := 0
-	for i, o := range opts {
-		if o == nil {
-			nilAt = i + 1
-			break
-		}
-		o(&c)
-	}
+	nilErr := option.Apply(&c, opts)
 	budgetErr := c.Options.Check()
 	threshold, _ := c.Alert()
 	// The bookkeeping, and the region unless it is off the heap, come from
@@ -38,8 +32,8 @@ func newConfig(size, minBlock int, opts []Option) (config, error) {
 		need += uint64(max(size, 0))
 	}
 	switch {
-	case nilAt > 0:
-		return c, fmt.Errorf("memkit/buddy: option %d of %d is nil", nilAt, len(opts))
+	case nilErr != nil:
+		return c, fmt.Errorf("memkit/buddy: %w", nilErr)
 	case minBlock < 8 || minBlock&(minBlock-1) != 0:
 		return c, fmt.Errorf("memkit/buddy: minBlock %d must be a power of two >= 8", minBlock)
 	case size < minBlock || size&(size-1) != 0:

@@ -1,6 +1,7 @@
 package extent
 
 import (
+	"github.com/memkit/memkit/internal/option"
 	"math"
 
 	"github.com/memkit/memkit/internal/budget"
@@ -38,22 +39,15 @@ type config struct {
 // option checks.
 func newConfig(opts []Option) (config, error) {
 	c := config{blockSize: DefaultBlockSize, growth: DefaultGrowth}
-	nilAt := 0
-	for i, o := range opts {
-		if o == nil {
-			nilAt = i + 1
-			break
-		}
-		o(&c)
-	}
+	nilErr := option.Apply(&c, opts)
 	if c.borrowChunk == 0 {
 		c.borrowChunk = min(DefaultBorrowChunk, c.blockSize)
 	}
 	budgetErr := c.Options.Check()
 	limit := c.Limit()
 	switch {
-	case nilAt > 0:
-		return c, errorf("option %d of %d is nil", nilAt, len(opts))
+	case nilErr != nil:
+		return c, errorf("%w", nilErr)
 	case c.blockSize < 64 || c.blockSize > maxBlock:
 		return c, errorf("BlockSize %d must be between 64 and 1GiB", c.blockSize)
 	case math.IsNaN(c.growth) || c.growth < 1 || c.growth > 16:

@@ -2,6 +2,7 @@ package offheap
 
 import (
 	"fmt"
+	"github.com/memkit/memkit/internal/option"
 	"sync"
 	"unsafe"
 
@@ -140,11 +141,8 @@ var ErrBudget error = budget.NewErrBudget("offheap", "the mapping would pass the
 // invalid option.
 func New(opts ...Option) (*Allocator, error) {
 	cfg := config{quarantine: DefaultQuarantine}
-	for i, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("memkit/offheap: option %d is nil", i)
-		}
-		o(&cfg)
+	if err := option.Apply(&cfg, opts); err != nil {
+		return nil, fmt.Errorf("memkit/offheap: %w", err)
 	}
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("memkit/offheap: %w", err)

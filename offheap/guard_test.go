@@ -248,7 +248,7 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		{[]offheap.Option{offheap.WithBudgetAlert(4096, nil)}, "memkit/offheap: WithBudgetAlert(4096, nil): fn is nil; leave the option out for no alert"},
 		{[]offheap.Option{offheap.WithBudget(4096), offheap.WithBudgetAlert(8192, fn)},
 			"memkit/offheap: WithBudgetAlert(8192, fn): the threshold is above WithBudget(4096), so the alert could never fire"},
-		{[]offheap.Option{nil}, "memkit/offheap: option 0 is nil"},
+		{[]offheap.Option{nil}, "memkit/offheap: option 1 of 1 is nil"},
 	} {
 		a, err := offheap.New(tc.opts...)
 		if a != nil || err == nil || err.Error() != tc.want {

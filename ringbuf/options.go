@@ -2,6 +2,7 @@ package ringbuf
 
 import (
 	"fmt"
+	"github.com/memkit/memkit/internal/option"
 
 	"github.com/memkit/memkit/internal/budget"
 )
@@ -54,11 +55,8 @@ type config struct {
 // newConfig applies opts to the defaults.
 func newConfig(opts []Option) (config, error) {
 	c := config{policy: Reject}
-	for i, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("memkit/ringbuf: option %d of %d is nil", i+1, len(opts))
-		}
-		o(&c)
+	if err := option.Apply(&c, opts); err != nil {
+		return c, fmt.Errorf("memkit/ringbuf: %w", err)
 	}
 	return c, nil
 }

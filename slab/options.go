@@ -2,6 +2,7 @@ package slab
 
 import (
 	"fmt"
+	"github.com/memkit/memkit/internal/option"
 	"math"
 
 	"github.com/memkit/memkit/internal/budget"
@@ -35,11 +36,8 @@ type config struct {
 // configure applies opts to the defaults, and refuses a nil Option.
 func configure(opts []Option) (config, error) {
 	cfg := config{idleSlabs: DefaultIdleSlabs}
-	for k, o := range opts {
-		if o == nil {
-			return cfg, fmt.Errorf("memkit/slab: option %d of %d is nil", k+1, len(opts))
-		}
-		o(&cfg)
+	if err := option.Apply(&cfg, opts); err != nil {
+		return cfg, fmt.Errorf("memkit/slab: %w", err)
 	}
 	return cfg, nil
 }
