@@ -103,12 +103,14 @@ func (p *Pool) Get() *Buffer {
 	if b == nil {
 		b = &Buffer{pool: p, hdr: true}
 	} else if b.owned {
-		var ok bool
-		b.buf, ok = p.bp.Reuse(b.buf) // the storage it kept
-		b.owned = ok                  // else written after Free: dropped
-		if ok && cap(b.buf) < p.defaultSize() {
-			// Smaller than the pool now calibrates to: let the first write
-			// take the default size, as documented.
+		// The storage it kept, still b.buf[:0] (Free's self-reslice keeps
+		// the pointer, so none is stored back: no write barrier), unless
+		// it was written after Free: then it is dropped. Storage smaller
+		// than the pool now calibrates to goes back too: the first write
+		// takes the default size, as documented.
+		if _, ok := p.bp.Reuse(b.buf); !ok {
+			b.buf, b.owned = nil, false
+		} else if cap(b.buf) < p.defaultSize() {
 			p.bp.Put(b.buf)
 			b.buf, b.owned = nil, false
 		}
