@@ -53,7 +53,7 @@ var stats = [...]stat{
 		prometheus.CounterValue, func(s *memkit.Stats) uint64 { return s.Frees }},
 	{"memkit_heap_fallbacks_total", "Allocations served by the Go heap instead of the allocator's own memory: sizes above the largest class, or requests made while a budget was exhausted.",
 		prometheus.CounterValue, func(s *memkit.Stats) uint64 { return s.HeapFallbacks }},
-	{"memkit_failures_total", "Allocation attempts that failed without side effects (TryAlloc-style calls that returned false or ErrNoSpace).",
+	{"memkit_failures_total", "Allocation attempts that failed without side effects (TryAlloc-style calls that returned false, ErrBudget or ErrNoSpace).",
 		prometheus.CounterValue, func(s *memkit.Stats) uint64 { return s.Failures }},
 	{"memkit_grows_total", "Times the allocator obtained new memory (a buffer from the heap, a slab, a chunk).",
 		prometheus.CounterValue, func(s *memkit.Stats) uint64 { return s.Grows }},

@@ -59,7 +59,7 @@ type Stats struct {
 	// when a budget was exhausted.
 	HeapFallbacks uint64
 	// Failures counts allocation attempts that failed without side effects
-	// (TryAlloc-style calls that returned false or ErrNoSpace).
+	// (TryAlloc-style calls that returned false, ErrBudget or ErrNoSpace).
 	Failures uint64
 	// Grows counts times the allocator obtained new memory (a new buffer from
 	// the heap, a new slab, a new chunk).

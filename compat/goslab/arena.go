@@ -2,6 +2,7 @@ package slab
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 
 	mslab "github.com/memkit/memkit/slab"
@@ -55,7 +56,8 @@ type Arena struct {
 func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(size int) []byte) *Arena {
 	a, err := mslab.NewArena(startChunkSize, slabSize, growthFactor, malloc)
 	if err != nil {
-		panic("memkit/goslab: NewArena: " + err.Error())
+		// slab's reason without slab's prefix: the panic is goslab's.
+		panic("memkit/goslab: NewArena: " + strings.TrimPrefix(err.Error(), "memkit/slab: "))
 	}
 	return &Arena{a: a, slabSize: slabSize}
 }
