@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/memkit/memkit/internal/proc"
 	"math/bits"
 	"net"
 	"runtime"
@@ -257,7 +258,7 @@ func startGCWatch() *gcWatch {
 	w := &gcWatch{stop: make(chan struct{}), done: make(chan struct{})}
 	runtime.GC()
 	runtime.ReadMemStats(&w.start)
-	w.cpu, w.cpuOK = processCPU()
+	w.cpu, w.cpuOK = proc.CPU()
 	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	go func() {
 		defer close(w.done)
@@ -282,7 +283,7 @@ func (w *gcWatch) finish() {
 	close(w.stop)
 	<-w.done
 	runtime.ReadMemStats(&w.end)
-	end, ok := processCPU()
+	end, ok := proc.CPU()
 	w.cpu, w.cpuOK = end-w.cpu, ok && w.cpuOK
 }
 

@@ -3,6 +3,7 @@ package grpctest
 import (
 	"context"
 	"encoding/binary"
+	"github.com/memkit/memkit/internal/proc"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -137,7 +138,7 @@ func MeasureRPC(b *testing.B, call func()) {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	gc0 := gcProgress(&before, live)
 	var liveSum uint64
-	cpu := cpuTime()
+	cpu, _ := proc.CPU()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -146,7 +147,8 @@ func MeasureRPC(b *testing.B, call func()) {
 		liveSum += live[0].Value.Uint64()
 	}
 	b.StopTimer()
-	cpu = cpuTime() - cpu
+	now, _ := proc.CPU()
+	cpu = now - cpu
 	gc1 := gcProgress(&after, live)
 	if cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")

@@ -1,15 +1,15 @@
 //go:build unix
 
-package main
+package proc
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time, user and system, the process has used so far;
+// CPU returns the CPU time, user and system, the process has used so far;
 // ok is false where the system does not say.
-func processCPU() (d time.Duration, ok bool) {
+func CPU() (d time.Duration, ok bool) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0, false
