@@ -495,16 +495,13 @@ func (m *arenaModel) check() error {
 // panicValue runs f and returns what it panicked with, as a string, or "".
 // A *checked.Misuse, the checked build's report, is formatted as
 // "misuse: " and its kind.
-func panicValue(f func()) (s string) {
-	defer func() {
-		switch r := recover().(type) {
-		case nil:
-		case *checked.Misuse:
-			s = "misuse: " + r.Kind
-		default:
-			s = fmt.Sprint(r)
-		}
-	}()
-	f()
-	return ""
+func panicValue(f func()) string {
+	v, panicked := memtest.PanicValue(f)
+	if m, ok := v.(*checked.Misuse); ok {
+		return "misuse: " + m.Kind
+	}
+	if !panicked {
+		return ""
+	}
+	return fmt.Sprint(v)
 }
