@@ -194,6 +194,9 @@ func lookup(tab unsafe.Pointer, n int) uint8 {
 // the region (Bounded).
 func (p *Pool) Get(n int) []byte {
 	if uint(n) >= p.fastEnd {
+		if p.quickBounded && uint(n) < p.tabEnd { // a Bounded pool's usual Get, one call deep
+			return p.getBoundedQuick(n)
+		}
 		return p.getSlow(n)
 	}
 	c := p.lookup(n)
@@ -418,6 +421,10 @@ func (p *Pool) fallback(c, n int) []byte {
 func (p *Pool) Put(b []byte) {
 	size := cap(b)
 	if uint(size) >= p.fastEnd {
+		if p.quickBounded && uint(size) < p.tabEnd { // a Bounded pool's usual Put, one call deep
+			p.putBoundedQuick(b)
+			return
+		}
 		p.putSlow(b)
 		return
 	}
