@@ -60,8 +60,8 @@ func HasPointers(t reflect.Type) bool {
 // ("a string"); what is "" if t is pointer-free. The verdict is cached.
 func Find(t reflect.Type) (path, what string) {
 	h := reflect.ValueOf(t).Pointer() // t is a *reflect.rtype
-	slot := &recent[(h>>4^h>>10)&(uintptr(len(recent))-1)]
-	if v := slot.Load(); v != nil && v.t == t {
+	entry := &recent[(h>>4^h>>10)&(uintptr(len(recent))-1)]
+	if v := entry.Load(); v != nil && v.t == t {
 		return v.path, v.what
 	}
 	var v *verdict
@@ -72,7 +72,7 @@ func Find(t reflect.Type) (path, what string) {
 		v.path, v.what = find(t, Name(t))
 		verdicts.Store(t, v)
 	}
-	slot.Store(v)
+	entry.Store(v)
 	return v.path, v.what
 }
 
