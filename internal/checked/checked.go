@@ -230,8 +230,8 @@ func (t *Tracker) Live() []Record {
 
 // Poison and guard patterns. Freed memory is filled with PoisonByte and
 // checked when handed out again; the slack after an allocation, between its
-// length and the end of the memory that holds it (its class size), is filled with GuardByte and checked on
-// free.
+// length and the end of the memory that holds it (its class size), is
+// filled with GuardByte and checked on free.
 const (
 	PoisonByte = 0xdb
 	GuardByte  = 0xfd
