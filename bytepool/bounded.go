@@ -124,7 +124,7 @@ func (p *Pool) putBoundedQuick(b []byte) {
 	c := p.lookup(size)
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	if p.sizes[c] != size || !p.region.contains(ptr) || !p.region.isStart(ptr, int(c)) {
-		p.putClass(b)
+		p.putSlow(b)
 		return
 	}
 	p.markIdle(ptr)

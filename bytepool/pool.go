@@ -216,11 +216,8 @@ func (p *Pool) Get(n int) []byte {
 func (p *Pool) lookup(n int) uint8 { return lookup(p.tabBase, n) }
 
 // getSlow is Get of a size past the lookup table, or from a pool that is
-// Bounded, zeroing or checked.
+// zeroing, checked, or Bounded past the quick path Get takes itself.
 func (p *Pool) getSlow(n int) []byte {
-	if p.quickBounded && uint(n) < p.tabEnd {
-		return p.getBoundedQuick(n)
-	}
 	if uint(n) > uint(p.maxSize) {
 		return p.getOversize(n)
 	}
@@ -442,18 +439,10 @@ func (p *Pool) Put(b []byte) {
 }
 
 // putSlow is Put of a capacity past the lookup table or of no class, of
-// a moved start, or for a pool that is Bounded, zeroing or checked.
+// a moved start, or for a pool that is zeroing, checked, or Bounded past
+// the quick path Put takes itself: it finds b's class, if any, and checks
+// b against it.
 func (p *Pool) putSlow(b []byte) {
-	if p.quickBounded && uint(cap(b)) < p.tabEnd {
-		p.putBoundedQuick(b)
-		return
-	}
-	p.putClass(b)
-}
-
-// putClass is putSlow past the quick Bounded path: it finds b's class, if
-// any, and checks b against it.
-func (p *Pool) putClass(b []byte) {
 	size := cap(b)
 	c := p.exact(size)
 	if c < 0 {
