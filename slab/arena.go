@@ -68,7 +68,7 @@ type Arena struct {
 	tab       []uint16 // class of n, indexed by (n+7)>>3, n <= tabMax
 	tabMax    int
 	slabSize  int
-	malloc    func(int) []byte
+	malloc    mallocFunc
 	free      func([]byte)
 	idleSlabs int
 
@@ -153,13 +153,10 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 	if err != nil {
 		return nil, err
 	}
-	if malloc == nil {
-		malloc = heapSlab
-	}
 	a := &Arena{
 		classes:   make([]class, len(sizes)),
 		slabSize:  slabSize,
-		malloc:    malloc,
+		malloc:    cfg.source(malloc),
 		free:      cfg.free,
 		idleSlabs: cfg.idleSlabs,
 		bud:       cfg.bud,
@@ -219,8 +216,25 @@ func classTable(sizes []int, tabMax int) []uint16 {
 
 func roundUp8(n int) int { return (n + 7) &^ 7 }
 
+// mallocFunc is where an arena's slabs come from: the malloc of NewArena,
+// the function of WithMalloc, offheap's, or the Go heap's. An error
+// reaches TryAlloc as it is.
+type mallocFunc func(size int) ([]byte, error)
+
 // heapSlab is the malloc of an arena given none: slabs from the Go heap.
-func heapSlab(n int) []byte { return make([]byte, n) }
+func heapSlab(n int) ([]byte, error) { return make([]byte, n), nil }
+
+// legacyMalloc adapts go-slab's malloc, which returns nil (or a short
+// slice) for no memory, to a mallocFunc.
+func legacyMalloc(malloc func(int) []byte) mallocFunc {
+	return func(n int) ([]byte, error) {
+		mem := malloc(n)
+		if len(mem) < n {
+			return nil, ErrNoSpace
+		}
+		return mem, nil
+	}
+}
 
 // classOf returns the class of a request of n bytes, 0 <= n <= slabSize.
 func (a *Arena) classOf(n int) int {
@@ -319,6 +333,9 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 			if s == nil {
 				a.failures.Add(1)
 				a.allocErr = err
+				if err == errOverlap && a.lastBase == nil {
+					panic(msgOverlap) // a shard's Shared panics once unlocked
+				}
 				return nil, err
 			}
 		}

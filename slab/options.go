@@ -27,6 +27,7 @@ type config struct {
 	idleSlabs int
 	free      func([]byte)
 	shards    int
+	src       mallocFunc // WithMalloc's, or a Shared's wrapper for a shard
 
 	// Set by NewShared for its shards, which share them.
 	bud *budget.Budget
@@ -107,11 +108,27 @@ func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 // for load shedding, before [WithBudget]'s limit refuses memory. It is
 // evaluated only when the arena takes a slab or releases one, never on
 // Alloc or DecRef of a chunk in a slab it holds, so it costs the hot path
-// nothing. fn runs on the goroutine that took or released the slab, while
-// the arena (or the shard of a [Shared]) is locked: it must be quick and
-// must not call back into the arena. threshold must be > 0, fn must not be
+// nothing. fn runs on the goroutine that took or released the slab, and
+// must be quick. In an [Arena] it runs inside that Alloc or DecRef: it may
+// read the arena's ReadStats, and must not call its other methods. In a
+// [Shared] it runs once the method that crossed the threshold has unlocked
+// its shard, before that method returns, so it may call any method of the
+// Shared, ReadStats included; crossings of several goroutines are
+// delivered in order, one call at a time. threshold must be > 0, fn must not be
 // nil, and with a budget the threshold must not be above it: NewArena and
 // NewShared return an error otherwise.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 	return func(c *config) { c.SetAlert(threshold, fn) }
+}
+
+// source returns where the arena's slabs come from: malloc, the
+// positional parameter of NewArena and NewShared, or the Go heap.
+func (cfg *config) source(malloc func(int) []byte) mallocFunc {
+	if cfg.src != nil {
+		return cfg.src
+	}
+	if malloc != nil {
+		return legacyMalloc(malloc)
+	}
+	return heapSlab
 }
