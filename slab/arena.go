@@ -89,6 +89,9 @@ type Arena struct {
 	// shard whose reference a free dropped, for the Shared to release.
 	tag     uint32
 	handoff Loc
+	// The mask of the slab number in a Loc's slab field: srefMask for an
+	// Arena, the bits below the shard for a shard.
+	numMask uint32
 	// For a shard: where to publish the base of last (0 for none), so that
 	// a Shared's DecRef can guess the shard of a buffer without a lock.
 	lastBase *atomic.Uintptr
@@ -160,6 +163,7 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 		free:      cfg.free,
 		idleSlabs: cfg.idleSlabs,
 		bud:       cfg.bud,
+		numMask:   srefMask,
 	}
 	if a.bud == nil {
 		a.bud = cfg.New()

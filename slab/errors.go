@@ -35,7 +35,6 @@ const (
 	msgAddRefFree  = "memkit/slab: AddRef of a free chunk"
 	msgFreeChunk   = "memkit/slab: use of a free chunk"
 	msgForeign     = "memkit/slab: buffer not allocated by this arena"
-	msgLocRange    = "memkit/slab: Loc range outside its chunk"
 	msgRefOverflow = "memkit/slab: reference count overflow"
 	msgOverlap     = "memkit/slab: malloc returned memory that overlaps a slab the arena holds (a region handed out twice?)"
 

@@ -237,13 +237,13 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 				return fmt.Errorf("LocDecRef of a stale Loc: panic %q", got)
 			}
 			m.badFrees++
-		case 8: // Loc round trip of a re-slice
+		case 8: // Loc round trip of a re-slice: the whole allocation
 			if c := m.pick(ops, false); c != nil && len(c.buf) > 0 {
 				i := int(ops.Byte()) % len(c.buf)
 				sub := c.buf[i:]
 				got := m.a.LocToBuf(m.a.BufToLoc(sub))
-				if addr(got) != addr(sub) || len(got) != len(sub) || cap(got) != cap(sub) {
-					return fmt.Errorf("Loc round trip of buf[%d:] changed the slice", i)
+				if addr(got) != addr(c.buf) || len(got) != len(c.buf) || cap(got) != cap(c.buf) {
+					return fmt.Errorf("Loc round trip of buf[%d:] is not the allocation", i)
 				}
 				if !m.a.Owns(sub) {
 					return fmt.Errorf("Owns(buf[%d:]) = false", i)

@@ -149,7 +149,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		if err != nil {
 			return nil, err
 		}
-		a.tag = id << numBits
+		a.tag, a.numMask = id<<shardShift, 1<<shardShift-1
 		a.lastBase = &sh.shards[k].lastBase
 		if checked.Enabled {
 			a.chk.guard = &sh.shards[k].Lock
@@ -259,7 +259,7 @@ func (sh *Shared) lockBuf(buf []byte, isFree bool) *arenaShard {
 
 // lockLoc locks and returns the shard l names, or panics for a stale one.
 func (sh *Shared) lockLoc(l Loc) *arenaShard {
-	k := l.slab >> numBits
+	k := l.sref() >> shardShift
 	if k >= uint32(len(sh.shards)) {
 		if checked.Enabled {
 			panic(sh.trk.Report(callerOp(1), checked.StaleHandle, 0, nil, "a Loc of no shard of this arena"))
@@ -546,19 +546,21 @@ func (sh *Shared) locDecRef(s *arenaShard, l Loc, h *Loc) (last, chained bool) {
 func (sh *Shared) SetNext(buf, next []byte) {
 	sh.nextLoc(buf, "SetNext") // checks that buf is live before next gains a reference
 	var nl Loc
+	var off, n uint32
 	if next != nil {
 		s := sh.lockBuf(next, false)
 		func() {
 			defer s.unlock()
 			nl = s.a.BufToLoc(next)
 			s.a.chainRef(nl)
+			off, n = spanOf(s.a.LocToBuf(nl), next)
 		}()
 	}
 	s := sh.lockBuf(buf, false)
 	var old Loc
 	func() {
 		defer s.unlock()
-		old = s.a.swapNext(buf, nl)
+		old = s.a.swapNext(buf, nl, off, n)
 	}()
 	sh.release(old)
 	sh.deliverAlerts()
@@ -566,14 +568,27 @@ func (sh *Shared) SetNext(buf, next []byte) {
 
 // GetNext is [Arena.GetNext].
 func (sh *Shared) GetNext(buf []byte) []byte {
-	l := sh.nextLoc(buf, "GetNext")
+	l, off, n := sh.nextSpan(buf, "GetNext")
 	if l.IsNil() {
 		return nil
 	}
 	s := sh.lockLoc(l)
 	defer s.unlock()
 	s.a.LocAddRef(l)
-	return s.a.LocToBuf(l)
+	return s.a.LocToBuf(l)[off : off+n : off+n]
+}
+
+// NextSpan is [Arena.NextSpan].
+func (sh *Shared) NextSpan(buf []byte) (next Loc, off, n int) {
+	l, o, k := sh.nextSpan(buf, "NextSpan")
+	return l, int(o), int(k)
+}
+
+// nextSpan is NextSpan for op, the method whose misuse it reports.
+func (sh *Shared) nextSpan(buf []byte, op string) (Loc, uint32, uint32) {
+	s := sh.lockBuf(buf, false)
+	defer s.unlock()
+	return s.a.nextSpan(buf, op)
 }
 
 // NextLoc is [Arena.NextLoc].

@@ -99,7 +99,7 @@ func (a *Arena) grow(c int) (*slab, error) {
 		num = a.freeNums[k-1]
 		a.freeNums = a.freeNums[:k-1]
 	} else {
-		if len(a.slabs) >= numMask {
+		if len(a.slabs) >= int(a.numMask) {
 			if a.free != nil {
 				a.free(mem)
 			}
