@@ -118,6 +118,9 @@ func TestMap_AgainstGoMap(t *testing.T) {
 	if m.Len() != len(model) {
 		t.Fatalf("Len %d; want %d", m.Len(), len(model))
 	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	m.Range(func(k, v []byte) bool {
 		n++
@@ -157,6 +160,9 @@ func TestMap_CompactionReturnsMemory(t *testing.T) {
 		if i%4 != 0 {
 			m.Delete(fmt.Appendf(nil, "k%d", i))
 		}
+	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
 	}
 	st := readStats(m)
 	segs := st.ReservedBytes - 8*(1<<16) // less the index
@@ -207,6 +213,9 @@ func TestMap_EvictionKeepsTheNewest(t *testing.T) {
 		if err := m.Set(fmt.Appendf(nil, "k%d", i), val(i, 1000)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
 	}
 	ev := m.Evictions()
 	if ev == 0 || uint64(m.Len())+ev != n {
