@@ -10,6 +10,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/kv"
+	"github.com/memkit/memkit/offheap"
 )
 
 func mustNew(t testing.TB, opts ...kv.Option) *kv.Map {
@@ -291,5 +292,40 @@ func TestMap_ClosedPanics(t *testing.T) {
 	memtest.CheckPanic(t, msg, func() { m.Range(func(k, v []byte) bool { return true }) })
 	if st := readStats(m); st.ReservedBytes != 0 || st.LiveObjects != 0 {
 		t.Fatalf("stats after Close: %v", &st)
+	}
+}
+
+// Close gives every mapped byte back: offheap's mapped bytes return to
+// where they were, and the process's RSS drops by the data.
+func TestMap_CloseUnmapsEverything(t *testing.T) {
+	if !offheap.Mapped {
+		t.Skip("no mmap here: the Map lives in the Go heap")
+	}
+	var before, during, after memkit.Stats
+	offheap.ReadStats(&before)
+	m, err := kv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, size = 40000, 1000 // 40 MB
+	for i := range n {
+		if err := m.Set(fmt.Appendf(nil, "k%d", i), val(i, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offheap.ReadStats(&during)
+	rssDuring, rssOK := memtest.RSS()
+	if during.InUseBytes < before.InUseBytes+n*size {
+		t.Fatalf("mapped %d bytes for %d bytes of data", during.InUseBytes-before.InUseBytes, n*size)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	offheap.ReadStats(&after)
+	if after.InUseBytes != before.InUseBytes {
+		t.Fatalf("mapped bytes: %d before, %d after Close", before.InUseBytes, after.InUseBytes)
+	}
+	if rssAfter, ok := memtest.RSS(); ok && rssOK && rssDuring-rssAfter < n*size/2 {
+		t.Fatalf("RSS %d with the Map, %d after Close: it did not drop by the data", rssDuring, rssAfter)
 	}
 }
