@@ -1,11 +1,13 @@
 package gomem
 
 import (
+	"fmt"
 	"io"
 	"sync"
 
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // MaxBlockSize is the largest allocation the allocator serves from its
@@ -47,10 +49,14 @@ func (s *ScalableMemoryAllocator) GetAllocator() *ScalableMemoryAllocator { retu
 
 // Malloc returns size bytes (len and cap size). A size above MaxBlockSize
 // is served by make and is not the allocator's (Free returns false for it).
-// It panics with "memkit/extent: negative size" if size < 0.
+// It panics with "memkit/extent: negative size" if size < 0, and with
+// "memkit/gomem: Malloc of n bytes: more than the system can provide" when
+// the machine cannot allocate size bytes now (asked of the kernel first),
+// where gomem's make ended the process with the runtime's fatal
+// out-of-memory.
 func (s *ScalableMemoryAllocator) Malloc(size int) []byte {
 	if size > MaxBlockSize {
-		return make([]byte, size)
+		return makeLarge("Malloc", size)
 	}
 	s.totalMalloc += int64(size)
 	return s.a.Malloc(size)
@@ -101,15 +107,70 @@ func (s *ScalableMemoryAllocator) FreeRest(mem *[]byte, keep int) {
 func (s *ScalableMemoryAllocator) Borrow(size int) []byte { return s.a.Borrow(size) }
 
 // Read reads exactly n bytes from r into memory from Malloc. On an error the
-// memory is freed and the error (io.ErrUnexpectedEOF for a short read) is
-// returned.
+// memory is freed and the error (io.ErrUnexpectedEOF for a short read, io.EOF
+// if r had no byte at all) is returned.
+//
+// n usually comes from a peer's length field, so Read takes memory as the
+// bytes arrive rather than n bytes up front: up to 64 KiB at once,
+// then a buffer that doubles as it fills, so that a length the peer does not
+// follow with data costs what it sent, not n. An n the machine cannot
+// allocate now returns an error matched by errors.Is with extent.ErrBudget
+// ("memkit/gomem: Read of n bytes: more than the system can provide"),
+// having read nothing, where gomem ended the process. It panics with
+// "memkit/extent: negative size" if n < 0.
 func (s *ScalableMemoryAllocator) Read(r io.Reader, n int) ([]byte, error) {
-	mem := s.Malloc(n)
-	if _, err := io.ReadFull(r, mem); err != nil {
-		s.Free(mem)
-		return nil, err
+	if n <= readStep {
+		mem := s.Malloc(n)
+		if _, err := io.ReadFull(r, mem); err != nil {
+			s.Free(mem)
+			return nil, err
+		}
+		return mem, nil
 	}
+	if !sysmem.Available(uint64(n)) {
+		return nil, fmt.Errorf("memkit/gomem: Read of %d bytes: more than the system can provide: %w", n, extent.ErrBudget)
+	}
+	buf, err := readGrowing(r, n)
+	if err != nil || n > MaxBlockSize {
+		return buf, err // above MaxBlockSize, Malloc would have made it too
+	}
+	mem := s.Malloc(n)
+	copy(mem, buf)
 	return mem, nil
+}
+
+// readStep is the most [ScalableMemoryAllocator.Read] takes before the bytes
+// to fill it have arrived.
+const readStep = 64 << 10
+
+// readGrowing reads exactly n > readStep bytes from r into a heap buffer
+// that starts at readStep bytes and doubles, up to n, each time it fills.
+func readGrowing(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, readStep)
+	got := 0
+	for {
+		k, err := io.ReadFull(r, buf[got:])
+		got += k
+		if err != nil {
+			if got > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if got == n {
+			return buf[:n:n], nil
+		}
+		buf = append(buf, make([]byte, min(len(buf), n-len(buf)))...)
+	}
+}
+
+// makeLarge makes n bytes for a request above MaxBlockSize, or panics with
+// a memkit message when the machine cannot allocate them now.
+func makeLarge(op string, n int) []byte {
+	if !sysmem.Available(uint64(n)) {
+		panic(fmt.Sprintf("memkit/gomem: %s of %d bytes: more than the system can provide", op, n))
+	}
+	return make([]byte, n)
 }
 
 // Recycle gives back every block: all memory from Malloc and Borrow becomes

@@ -20,6 +20,12 @@
 //   - A second Free of the same bytes panics with "memkit/extent: double
 //     free" instead of corrupting the free-range tree; Free of memory the
 //     allocator does not own still returns false, as in gomem.
+//   - A size the machine cannot allocate now is a memkit panic from Malloc
+//     and an error from Read, asked of the kernel first, where gomem ended
+//     the process with the runtime's fatal out-of-memory. Read takes memory
+//     as the bytes arrive (64 KiB, then doubling), not the peer's length up
+//     front, and reads exactly n bytes (io.ErrUnexpectedEOF when fewer come)
+//     where gomem returned what one Read call gave.
 //   - Malloc, Borrow and FreeRest cost what extent's do: a treap descent or a
 //     front-cache hit, and no allocation once warm.
 //   - Memory.Equal compares bytes however they are cut into buffers (gomem
