@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unsafe"
 
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/checked"
@@ -28,6 +29,7 @@ type ScalableMemoryAllocator struct {
 	_ [0]sync.Mutex // go vet: must not be copied after first use
 
 	a                      *extent.Allocator
+	scratch                []byte // Borrow's memory, a range of a: every Borrow returns its start
 	totalMalloc, totalFree int64
 }
 
@@ -68,11 +70,13 @@ const msgForeign = "memkit/extent: foreign memory"
 // Free gives back mem, any part of memory Malloc returned and not yet freed,
 // and reports true; it reports false, changing nothing, for memory the
 // allocator does not own (gomem's result). A second Free of the same bytes
-// panics with "memkit/extent: double free".
+// panics with "memkit/extent: double free", a Free of memory Borrow lent
+// with "memkit/gomem: Free of Borrow memory".
 func (s *ScalableMemoryAllocator) Free(mem []byte) (ok bool) {
 	if len(mem) == 0 {
 		return false
 	}
+	s.mustNotBeBorrowed(mem)
 	defer func() {
 		if r := recover(); r != nil {
 			if !isForeign(r) {
@@ -98,13 +102,62 @@ func isForeign(r any) bool {
 // FreeRest keeps the first keep bytes of *mem and frees the rest, setting
 // *mem to what is kept.
 func (s *ScalableMemoryAllocator) FreeRest(mem *[]byte, keep int) {
+	if keep < len(*mem) {
+		s.mustNotBeBorrowed((*mem)[keep:])
+	}
 	s.totalFree += int64(len(*mem) - keep)
 	*mem = s.a.FreeRest(*mem, keep)
 }
 
-// Borrow returns size bytes of scratch memory, valid until the next Recycle
-// ("use the memory at once", as gomem says); it must not be freed.
-func (s *ScalableMemoryAllocator) Borrow(size int) []byte { return s.a.Borrow(size) }
+// Borrow returns size bytes of scratch memory to use at once, as gomem's
+// Borrow ("Malloc + Free = Find, must use the memory at once"): it is valid
+// until the next Borrow or Recycle, and must not be freed. Every Borrow
+// returns the start of the same scratch range, which the allocator keeps
+// (Malloc never hands it out) and grows only when a Borrow is larger than
+// any before it, so Borrow in a loop without Recycle — as gomem's README
+// and benchmarks call it — holds at most the largest size borrowed (at most
+// MaxBlockSize), as gomem's does. Borrow is a compare and a slice when the
+// scratch is large enough, a Malloc when it grows. A size above
+// MaxBlockSize is served by make, as Malloc serves it (gomem returned nil);
+// a size the machine cannot allocate panics as Malloc does. The memory is
+// not zeroed. Free of borrowed memory panics with "memkit/gomem: Free of
+// Borrow memory".
+func (s *ScalableMemoryAllocator) Borrow(size int) []byte {
+	if uint(size) <= uint(len(s.scratch)) {
+		return s.scratch[:size:size]
+	}
+	return s.borrowSlow(size)
+}
+
+// borrowSlow is Borrow of more than the scratch holds: it replaces the
+// scratch with one of at least twice the size (at most MaxBlockSize), so
+// that a rising run of sizes regrows it a few times only.
+func (s *ScalableMemoryAllocator) borrowSlow(size int) []byte {
+	if size > MaxBlockSize {
+		return makeLarge("Borrow", size)
+	}
+	grown := s.a.Malloc(max(size, min(2*len(s.scratch), MaxBlockSize), 1024)) // panics if size < 0
+	if s.scratch != nil {
+		s.a.Free(s.scratch)
+	}
+	s.scratch = grown
+	return grown[:size:size]
+}
+
+// mustNotBeBorrowed panics if mem shares bytes with Borrow's scratch, which
+// Free would give to Malloc while Borrow still returns it.
+func (s *ScalableMemoryAllocator) mustNotBeBorrowed(mem []byte) {
+	if len(s.scratch) == 0 || len(mem) == 0 {
+		return
+	}
+	p, q := uintptr(unsafe.Pointer(unsafe.SliceData(mem))), uintptr(unsafe.Pointer(unsafe.SliceData(s.scratch)))
+	if p < q+uintptr(len(s.scratch)) && q < p+uintptr(len(mem)) {
+		panic(msgFreeBorrowed)
+	}
+}
+
+// msgFreeBorrowed is the panic of a Free of Borrow's memory.
+const msgFreeBorrowed = "memkit/gomem: Free of Borrow memory"
 
 // Read reads exactly n bytes from r into memory from Malloc. On an error the
 // memory is freed and the error (io.ErrUnexpectedEOF for a short read, io.EOF
@@ -175,7 +228,10 @@ func makeLarge(op string, n int) []byte {
 
 // Recycle gives back every block: all memory from Malloc and Borrow becomes
 // invalid at once, as gomem's Recycle. The allocator stays usable.
-func (s *ScalableMemoryAllocator) Recycle() { s.a.Close() }
+func (s *ScalableMemoryAllocator) Recycle() {
+	s.a.Close()
+	s.scratch = nil
+}
 
 // Trim gives back blocks that are entirely free (keeping enough for the
 // recent peak; see extent's Trim).

@@ -26,8 +26,13 @@
 //     as the bytes arrive (64 KiB, then doubling), not the peer's length up
 //     front, and reads exactly n bytes (io.ErrUnexpectedEOF when fewer come)
 //     where gomem returned what one Read call gave.
-//   - Malloc, Borrow and FreeRest cost what extent's do: a treap descent or a
-//     front-cache hit, and no allocation once warm.
+//   - Malloc and FreeRest cost what extent's do: a treap descent or a
+//     front-cache hit, and no allocation once warm. Borrow lends the start of
+//     one scratch range that grows to the largest size borrowed, so that, as
+//     in gomem, borrowing in a loop without Recycle keeps the heap flat; its
+//     memory is valid until the next Borrow or Recycle, and a Free of it
+//     panics ("memkit/gomem: Free of Borrow memory") instead of letting
+//     Malloc hand it out while Borrow still lends it.
 //   - Memory.Equal compares bytes however they are cut into buffers (gomem
 //     required the same segmentation).
 //   - MemoryReader never allocates once created (gomem's allocated on most

@@ -95,3 +95,67 @@ func TestRead_SizesReadBack(t *testing.T) {
 		t.Fatalf("Read of an empty stream: %v; want io.EOF", err)
 	}
 }
+
+// TestBorrow_WithoutRecycleStaysFlat: issue 21 case 8. gomem's README and
+// benchmarks call Borrow in a loop without Recycle; the drop-in's heap grew
+// without bound (1 GiB after 111,000 Borrow(8192)), where gomem's stays
+// flat. The heap after a GC must not grow with the number of Borrows.
+func TestBorrow_WithoutRecycleStaysFlat(t *testing.T) {
+	a := gomem.NewScalableMemoryAllocator(1 << 16)
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	a.Borrow(8192)
+	before := heap()
+	for i := range 200_000 {
+		b := a.Borrow(8192)
+		b[0], b[8191] = byte(i), byte(i) // used at once, as gomem asks
+	}
+	if grew := int64(heap()) - int64(before); grew > 4<<20 {
+		t.Fatalf("200,000 Borrow(8192) without Recycle grew the heap by %d bytes; want under 4 MiB", grew)
+	}
+	runtime.KeepAlive(a)
+}
+
+// TestBorrow_LendsScratchMallocNeverHandsOut: the scratch Borrow lends is
+// the allocator's, so Malloc never returns bytes of it, and a Free of it
+// panics rather than give it away while Borrow still lends it.
+func TestBorrow_LendsScratchMallocNeverHandsOut(t *testing.T) {
+	a := gomem.NewScalableMemoryAllocator(4096)
+	for _, n := range []int{0, 1, 100, 5000, 100, 70_000, 3} {
+		b := a.Borrow(n)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("Borrow(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		memtest.Fill(b, uint64(n))
+		var live [][]byte
+		for i := range 50 {
+			m := a.Malloc(64 + i*37)
+			if memtest.Overlap(m, b) {
+				t.Fatalf("Malloc returned bytes Borrow(%d) lends", n)
+			}
+			live = append(live, m)
+		}
+		if err := memtest.Verify(b, uint64(n)); err != nil {
+			t.Fatalf("Borrow(%d) memory changed by Malloc: %v", n, err)
+		}
+		for _, m := range live {
+			a.Free(m)
+		}
+	}
+	b := a.Borrow(100)
+	memtest.CheckPanic(t, "memkit/gomem: Free of Borrow memory", func() { a.Free(b[10:20]) })
+	c := a.Malloc(10)
+	memtest.CheckPanic(t, "memkit/gomem: Free of Borrow memory", func() { a.FreeRest(&b, 50) })
+	a.Free(c)
+	a.Recycle()
+	if b := a.Borrow(10); len(b) != 10 {
+		t.Fatal("Borrow after Recycle")
+	}
+	if big := a.Borrow(gomem.MaxBlockSize + 1); len(big) != gomem.MaxBlockSize+1 {
+		t.Fatal("Borrow above MaxBlockSize")
+	}
+}
