@@ -54,7 +54,7 @@ func New(opts ...Option) (*Pool, error) {
 	if c.bp == nil {
 		bp, err := bytepool.New(bytepool.WithMaxSize(DefaultMaxSize))
 		if err != nil {
-			return nil, fmt.Errorf("memkit/grpcpool: %w", err)
+			return nil, fmt.Errorf("%s%w", prefix, err)
 		}
 		c.bp = bp
 	}
@@ -73,18 +73,31 @@ func (p *Pool) Get(length int) *[]byte {
 	return h
 }
 
+// Panic messages, one prefix for the package's panics.
+const (
+	prefix       = "memkit/grpcpool: "
+	errDoublePut = prefix + "Put of a buffer already put back (its *[]byte holds nil): put each buffer from Get back once"
+)
+
 // Put gives back the buffer behind h, which must hold a prefix of a buffer
 // from Get (mem.BufferPool's contract: same start and capacity), and reuses
 // h. Neither may be used afterwards. A nil h is ignored.
+//
+// An idle header holds nil, so a second Put of a header still idle in the
+// pool panics with "memkit/grpcpool: Put of a buffer already put back" in
+// every build: it would have handed one buffer to the next two Gets. A
+// second Put after a Get took the header again passes what the new owner's
+// own Put will pass, and is not seen.
 func (p *Pool) Put(h *[]byte) {
 	if h == nil {
 		return
 	}
 	b := *h
-	*h = nil
-	if b != nil {
-		p.bp.Put(b)
+	if b == nil {
+		panic(errDoublePut)
 	}
+	*h = nil
+	p.bp.Put(b)
 	p.headers.Put(h)
 }
 
