@@ -2,16 +2,21 @@ package grpcpool_test
 
 import (
 	"fmt"
+	"os"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/memkit/memkit/grpcpool"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // Panics of the release build (grpcpool's panics are the same in the
 // checked build).
 const (
 	panicDoublePut = "memkit/grpcpool: Put of a buffer already put back (its *[]byte holds nil): put each buffer from Get back once"
+	panicNoMemory  = "memkit/grpcpool: Get(%d): more than the system can allocate now; lower grpc.MaxRecvMsgSize (server) or grpc.MaxCallRecvMsgSize (client) below what the machine can serve"
 )
 
 // bystanders gets n live buffers of assorted sizes from p, fills each with
@@ -71,10 +76,36 @@ var mistakes = []memtest.Mistake{
 			return func() { p.Put(h) }, nil
 		},
 	},
+	{
+		Name:    "Get of more than the system can allocate",
+		Release: "panic `memkit/grpcpool: Get(n): more than the system can allocate now; lower grpc.MaxRecvMsgSize …`, asked of the kernel before reserving (gRPC's `Get` cannot fail, and a shorter buffer would truncate the message)",
+		Checked: "the same", Panic: fmt.Sprintf(panicNoMemory, 1<<62),
+		Setup: func(t testing.TB) (func(), func() error) {
+			p, _ := grpcpool.New()
+			intact := bystanders(p, 6)
+			return func() { p.Get(1 << 62) }, intact
+		},
+	},
 }
 
 func TestMistakes(t *testing.T) {
 	// grpcpool's rows are in the safety table of the repository's README.
 	t.Chdir("..")
 	memtest.RunMistakes(t, "grpcpool", mistakes)
+}
+
+// A size past what the machine has, below the largest the runtime would
+// try (64 TiB), is refused with the memkit panic where the kernel refuses a
+// mapping that large; the runtime would have ended the process with its
+// unrecoverable "out of memory".
+func TestPool_GetPastTheMachinePanics(t *testing.T) {
+	if runtime.GOOS != "linux" || sysmem.MaxAlloc < 1<<46 {
+		t.Skip("needs Linux on a 64-bit platform")
+	}
+	mode, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	if err != nil || strings.TrimSpace(string(mode)) == "1" {
+		t.Skipf("the kernel overcommits without limit (overcommit_memory %q, %v)", mode, err)
+	}
+	p, _ := grpcpool.New()
+	memtest.CheckPanic(t, fmt.Sprintf(panicNoMemory, 1<<46), func() { p.Get(1 << 46) })
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/experimental"
@@ -63,8 +64,23 @@ func New(opts ...Option) (*Pool, error) {
 
 // Get returns a buffer of the given length, behind a *[]byte that gRPC
 // hands back to Put. It panics with "memkit/bytepool: negative size" if
-// length < 0.
+// length < 0, and with "memkit/grpcpool: Get(n): more than the system can
+// allocate now; lower grpc.MaxRecvMsgSize ..." if length is more than the
+// system can allocate now (asked of the kernel before reserving).
+//
+// mem.BufferPool's Get has no way to fail, and a shorter buffer would make
+// gRPC read a message into too little memory, so a size the machine cannot
+// serve is a panic: one that says what to do, where make would have ended
+// the process with the runtime's unrecoverable "out of memory". gRPC itself
+// never asks for more than the receiving side's largest message
+// (grpc.MaxRecvMsgSize on a server, grpc.MaxCallRecvMsgSize on a client; 4
+// MiB by default): a peer's length field above it is refused with
+// ResourceExhausted before any Get. Keep those limits below what the machine
+// can serve and Get never panics for gRPC.
 func (p *Pool) Get(length int) *[]byte {
+	if length >= sysmem.ProbeMin && !sysmem.Available(uint64(length)) {
+		panic(fmt.Sprintf(errNoMemory, length))
+	}
 	h, _ := p.headers.Get().(*[]byte)
 	if h == nil {
 		h = new([]byte)
@@ -76,6 +92,7 @@ func (p *Pool) Get(length int) *[]byte {
 // Panic messages, one prefix for the package's panics.
 const (
 	prefix       = "memkit/grpcpool: "
+	errNoMemory  = prefix + "Get(%d): more than the system can allocate now; lower grpc.MaxRecvMsgSize (server) or grpc.MaxCallRecvMsgSize (client) below what the machine can serve"
 	errDoublePut = prefix + "Put of a buffer already put back (its *[]byte holds nil): put each buffer from Get back once"
 )
 
