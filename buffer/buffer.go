@@ -1,12 +1,31 @@
 package buffer
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
+)
+
+// A Buffer has the interfaces of a bytes.Buffer, and is an io.Closer.
+var (
+	_ io.Reader                                 = (*Buffer)(nil)
+	_ io.ByteScanner                            = (*Buffer)(nil)
+	_ io.RuneScanner                            = (*Buffer)(nil)
+	_ io.WriterTo                               = (*Buffer)(nil)
+	_ io.Writer                                 = (*Buffer)(nil)
+	_ io.StringWriter                           = (*Buffer)(nil)
+	_ io.ByteWriter                             = (*Buffer)(nil)
+	_ io.ReaderFrom                             = (*Buffer)(nil)
+	_ io.Closer                                 = (*Buffer)(nil)
+	_ fmt.Stringer                              = (*Buffer)(nil)
+	_ interface{ WriteRune(rune) (int, error) } = (*Buffer)(nil)
 )
 
 // Buffer is a growable byte buffer whose storage comes from bytepool and
@@ -55,11 +74,23 @@ type Buffer struct {
 	owned bool   // buf is bytepool storage, returned on Free
 	hdr   bool   // the header comes from Pool.Get and goes back there
 	probe [1]byte
+
+	// lastRead is what the last call did, as bytes.Buffer's, so that
+	// UnreadByte and UnreadRune know what they may undo: opInvalid after
+	// anything but a read, opRead after a read of at least one byte, or the
+	// size of the rune ReadRune read.
+	lastRead int8
 }
 
 const (
 	stLive uint32 = iota
 	stFree
+)
+
+// lastRead values, bytes.Buffer's.
+const (
+	opRead    int8 = -1 // a read other than ReadRune
+	opInvalid int8 = 0  // not a read
 )
 
 // keepMax is the largest storage an idle Buffer header keeps for its next
@@ -94,6 +125,17 @@ func (b *Buffer) Cap() int {
 	return cap(b.buf)
 }
 
+// Available returns how many bytes can be written without growing the
+// storage: Cap() - Len() less the bytes already read. For a [Strict]
+// [FixedPool] buffer it is what the pool's size still lets in, once read
+// bytes are slid out (a write slides them).
+func (b *Buffer) Available() int {
+	if checked.Enabled {
+		b.check("Available")
+	}
+	return cap(b.buf) - len(b.buf)
+}
+
 // Bytes returns the unread bytes. The slice aliases the storage: it is
 // valid until the next write, Read, Reset, Truncate, Grow, Free or Close.
 func (b *Buffer) Bytes() []byte {
@@ -101,6 +143,18 @@ func (b *Buffer) Bytes() []byte {
 		b.check("Bytes")
 	}
 	return b.buf[b.off:]
+}
+
+// AvailableBuffer returns an empty slice with b.Available() capacity, the
+// storage after the contents, as bytes.Buffer.AvailableBuffer: append to it
+// and pass the result to an immediately succeeding [Buffer.Write], which
+// then copies nothing. It is valid until the next write, Grow, Free or
+// Close.
+func (b *Buffer) AvailableBuffer() []byte {
+	if checked.Enabled {
+		b.check("AvailableBuffer")
+	}
+	return b.buf[len(b.buf):]
 }
 
 // String returns a copy of the unread bytes as a string, or "<nil>" for a
@@ -123,6 +177,7 @@ func (b *Buffer) Reset() {
 	}
 	b.buf = b.buf[:0]
 	b.off = 0
+	b.lastRead = opInvalid
 }
 
 // Truncate discards all but the first n unread bytes, keeping the storage.
@@ -136,6 +191,7 @@ func (b *Buffer) Truncate(n int) {
 		b.Reset()
 		return
 	}
+	b.lastRead = opInvalid
 	if n < 0 || n > len(b.buf)-b.off {
 		panic(msgTruncate)
 	}
@@ -143,26 +199,32 @@ func (b *Buffer) Truncate(n int) {
 }
 
 // Grow makes room for at least n more bytes, so that the next n bytes of
-// writes neither allocate nor move the contents. It panics with
-// "memkit/buffer: negative size" if n < 0. For a [Strict] [FixedPool]
-// buffer it returns io.ErrShortWrite, changing nothing, if n bytes more
-// would pass the pool's size; otherwise nil.
-func (b *Buffer) Grow(n int) error {
+// writes neither allocate nor move the contents, as bytes.Buffer.Grow. It
+// panics with "memkit/buffer: negative size" if n < 0, and with
+// bytes.ErrTooLarge, the Buffer unchanged, if the storage cannot be had: n
+// more bytes would overflow an int, or the system cannot serve them now
+// (asked before anything is reserved, so the process never meets the
+// runtime's fatal out-of-memory). For a [Strict] [FixedPool] buffer that n
+// more bytes would take past the pool's size, or an [Expand] one whose
+// budget refuses the growth, Grow changes nothing: the writes that do not
+// fit are then refused with io.ErrShortWrite ([Buffer.Available] tells the
+// room there is).
+func (b *Buffer) Grow(n int) {
 	if checked.Enabled {
 		b.check("Grow")
 	}
 	if n < 0 {
 		panic(msgNegative)
 	}
-	if n > cap(b.buf)-len(b.buf) && !b.grow(n) {
-		return b.refuse()
+	if n > cap(b.buf)-len(b.buf) {
+		b.grow(n)
 	}
-	return nil
 }
 
 // Write appends p. It returns len(p), nil; for a [Strict] [FixedPool]
 // buffer that p would take past the pool's size, 0, io.ErrShortWrite, and
-// nothing is written.
+// nothing is written. It panics with bytes.ErrTooLarge, as [Buffer.Grow],
+// if the storage p needs cannot be had.
 func (b *Buffer) Write(p []byte) (int, error) {
 	if checked.Enabled {
 		b.check("Write")
@@ -170,6 +232,7 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	if len(p) > cap(b.buf)-len(b.buf) && !b.grow(len(p)) {
 		return 0, b.refuse()
 	}
+	b.lastRead = opInvalid
 	// A reslice and a copy rather than append: only the length is stored
 	// back, with no write barrier for the unchanged pointer.
 	l := len(b.buf)
@@ -186,6 +249,7 @@ func (b *Buffer) WriteString(s string) (int, error) {
 	if len(s) > cap(b.buf)-len(b.buf) && !b.grow(len(s)) {
 		return 0, b.refuse()
 	}
+	b.lastRead = opInvalid
 	l := len(b.buf)
 	b.buf = b.buf[:l+len(s)]
 	copy(b.buf[l:], s)
@@ -204,9 +268,35 @@ func (b *Buffer) WriteByte(c byte) error {
 		}
 		l = len(b.buf)
 	}
+	b.lastRead = opInvalid
 	b.buf = b.buf[:l+1]
 	b.buf[l] = c
 	return nil
+}
+
+// WriteRune appends the UTF-8 encoding of r (of utf8.RuneError if r is not
+// a valid code point), as bytes.Buffer.WriteRune, and returns its length;
+// errors as [Buffer.Write].
+func (b *Buffer) WriteRune(r rune) (int, error) {
+	if uint32(r) < utf8.RuneSelf {
+		if err := b.WriteByte(byte(r)); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
+	if checked.Enabled {
+		b.check("WriteRune")
+	}
+	n := utf8.RuneLen(r)
+	if n < 0 {
+		n = utf8.RuneLen(utf8.RuneError)
+	}
+	if n > cap(b.buf)-len(b.buf) && !b.grow(n) {
+		return 0, b.refuse()
+	}
+	b.lastRead = opInvalid
+	b.buf = utf8.AppendRune(b.buf, r)
+	return n, nil
 }
 
 // Read reads up to len(p) unread bytes into p, as bytes.Buffer.Read: when
@@ -216,6 +306,7 @@ func (b *Buffer) Read(p []byte) (int, error) {
 	if checked.Enabled {
 		b.check("Read")
 	}
+	b.lastRead = opInvalid
 	if b.off == len(b.buf) {
 		b.buf = b.buf[:0]
 		b.off = 0
@@ -226,7 +317,160 @@ func (b *Buffer) Read(p []byte) (int, error) {
 	}
 	n := copy(p, b.buf[b.off:])
 	b.off += n
+	if n > 0 {
+		b.lastRead = opRead
+	}
 	return n, nil
+}
+
+// Next returns the next n unread bytes, or all of them if fewer are left,
+// and consumes them as [Buffer.Read] would, as bytes.Buffer.Next. The slice
+// aliases the storage: it is valid until the next read or write. It panics
+// with "memkit/buffer: negative read count" if n < 0.
+func (b *Buffer) Next(n int) []byte {
+	if checked.Enabled {
+		b.check("Next")
+	}
+	if n < 0 {
+		panic(msgNegativeCnt)
+	}
+	b.lastRead = opInvalid
+	n = min(n, len(b.buf)-b.off)
+	data := b.buf[b.off : b.off+n]
+	b.off += n
+	if n > 0 {
+		b.lastRead = opRead
+	}
+	return data
+}
+
+// Peek returns the next n unread bytes without consuming them, as
+// bytes.Buffer.Peek: all the unread bytes and io.EOF if fewer than n are
+// left. The slice aliases the storage: it is valid until the next read or
+// write. It panics with "memkit/buffer: negative read count" if n < 0.
+func (b *Buffer) Peek(n int) ([]byte, error) {
+	if checked.Enabled {
+		b.check("Peek")
+	}
+	if n < 0 {
+		panic(msgNegativeCnt)
+	}
+	if len(b.buf)-b.off < n {
+		return b.buf[b.off:], io.EOF
+	}
+	return b.buf[b.off : b.off+n], nil
+}
+
+// ReadByte consumes and returns the next unread byte, or io.EOF if none is
+// left (emptying the buffer then, as [Buffer.Read]).
+func (b *Buffer) ReadByte() (byte, error) {
+	if checked.Enabled {
+		b.check("ReadByte")
+	}
+	if b.off == len(b.buf) {
+		b.buf, b.off, b.lastRead = b.buf[:0], 0, opInvalid
+		return 0, io.EOF
+	}
+	c := b.buf[b.off]
+	b.off++
+	b.lastRead = opRead
+	return c, nil
+}
+
+// ReadRune consumes and returns the next UTF-8-encoded code point and its
+// size, as bytes.Buffer.ReadRune: io.EOF if nothing is left, and
+// utf8.RuneError of size 1 for a byte that does not start a valid encoding.
+func (b *Buffer) ReadRune() (rune, int, error) {
+	if checked.Enabled {
+		b.check("ReadRune")
+	}
+	if b.off == len(b.buf) {
+		b.buf, b.off, b.lastRead = b.buf[:0], 0, opInvalid
+		return 0, 0, io.EOF
+	}
+	if c := b.buf[b.off]; c < utf8.RuneSelf {
+		b.off++
+		b.lastRead = 1
+		return rune(c), 1, nil
+	}
+	r, n := utf8.DecodeRune(b.buf[b.off:])
+	b.off += n
+	b.lastRead = int8(n)
+	return r, n, nil
+}
+
+// UnreadRune gives back the rune the last call read, if that call was a
+// [Buffer.ReadRune] that succeeded; otherwise it returns an error
+// ("memkit/buffer: UnreadRune: previous operation was not a successful
+// ReadRune") and changes nothing, as bytes.Buffer.UnreadRune.
+func (b *Buffer) UnreadRune() error {
+	if checked.Enabled {
+		b.check("UnreadRune")
+	}
+	if b.lastRead <= opInvalid {
+		return errUnreadRune
+	}
+	if b.off >= int(b.lastRead) {
+		b.off -= int(b.lastRead)
+	}
+	b.lastRead = opInvalid
+	return nil
+}
+
+// UnreadByte gives back the last byte read, if the last call was a read
+// that read at least one byte ([Buffer.Read], [Buffer.Next], ReadByte,
+// ReadRune, ReadBytes, ReadString); otherwise it returns an error
+// ("memkit/buffer: UnreadByte: previous operation was not a successful
+// read") and changes nothing, as bytes.Buffer.UnreadByte.
+func (b *Buffer) UnreadByte() error {
+	if checked.Enabled {
+		b.check("UnreadByte")
+	}
+	if b.lastRead == opInvalid {
+		return errUnreadByte
+	}
+	b.lastRead = opInvalid
+	if b.off > 0 {
+		b.off--
+	}
+	return nil
+}
+
+// ReadBytes consumes the unread bytes up to and including the first delim
+// and returns a copy of them, as bytes.Buffer.ReadBytes: if delim does not
+// come, all that is left and io.EOF. The error is nil exactly when the
+// result ends in delim. It allocates the copy.
+func (b *Buffer) ReadBytes(delim byte) ([]byte, error) {
+	if checked.Enabled {
+		b.check("ReadBytes")
+	}
+	line, err := b.readSlice(delim)
+	return append([]byte(nil), line...), err
+}
+
+// ReadString is [Buffer.ReadBytes] returning a string.
+func (b *Buffer) ReadString(delim byte) (string, error) {
+	if checked.Enabled {
+		b.check("ReadString")
+	}
+	line, err := b.readSlice(delim)
+	return string(line), err
+}
+
+// readSlice consumes the unread bytes up to and including the first delim
+// and returns them as a view of the storage.
+func (b *Buffer) readSlice(delim byte) ([]byte, error) {
+	var err error
+	end := len(b.buf)
+	if i := bytes.IndexByte(b.buf[b.off:], delim); i >= 0 {
+		end = b.off + i + 1
+	} else {
+		err = io.EOF
+	}
+	line := b.buf[b.off:end]
+	b.off = end
+	b.lastRead = opRead
+	return line, err
 }
 
 // WriteTo writes the unread bytes to w until none is left or w fails, as
@@ -236,6 +480,7 @@ func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
 	if checked.Enabled {
 		b.check("WriteTo")
 	}
+	b.lastRead = opInvalid
 	m := len(b.buf) - b.off
 	if m == 0 {
 		return 0, nil
@@ -275,6 +520,7 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	if checked.Enabled {
 		b.check("ReadFrom")
 	}
+	b.lastRead = opInvalid
 	var total int64
 	for {
 		if len(b.buf) == cap(b.buf) {
@@ -295,8 +541,11 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 		}
 		l := len(b.buf)
 		m, err := r.Read(b.buf[l:cap(b.buf)])
-		if m < 0 || m > cap(b.buf)-l {
-			panic(msgBadRead)
+		if m < 0 {
+			panic(errNegativeRead)
+		}
+		if m > cap(b.buf)-l {
+			panic(errBadRead)
 		}
 		b.buf = b.buf[:l+m]
 		total += int64(m)
@@ -353,8 +602,11 @@ func (b *Buffer) readPastFull(r io.Reader) (int, error) {
 		return 0, nil
 	}
 	m, err := r.Read(b.probe[:])
-	if m < 0 || m > 1 {
-		panic(msgBadRead)
+	if m < 0 {
+		panic(errNegativeRead)
+	}
+	if m > 1 {
+		panic(errBadRead)
 	}
 	if m == 1 {
 		b.grow(1) // an Expand buffer without a budget always grows
@@ -371,7 +623,7 @@ func (b *Buffer) AppendInt(i int64, base int) error {
 		b.check("AppendInt")
 	}
 	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
-		b.buf = appendInt(b.buf, i)
+		b.buf, b.lastRead = appendInt(b.buf, i), opInvalid
 		return nil
 	}
 	b.reserve(65)
@@ -385,7 +637,7 @@ func (b *Buffer) AppendUint(u uint64, base int) error {
 		b.check("AppendUint")
 	}
 	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
-		b.buf = appendUint(b.buf, u)
+		b.buf, b.lastRead = appendUint(b.buf, u), opInvalid
 		return nil
 	}
 	b.reserve(64)
@@ -443,17 +695,18 @@ func (b *Buffer) reserve(n int) {
 // within the storage (a reallocating append would have grown the capacity),
 // out becomes the contents. Otherwise out lives in memory append took from
 // the heap: its new bytes are copied into storage grown from bytepool, or,
-// for a Strict buffer without room, dropped with io.ErrShortWrite.
+// for a Strict buffer without room, dropped with io.ErrShortWrite (a
+// refused write changes nothing, UnreadByte's state included).
 func (b *Buffer) commit(out []byte) error {
 	if cap(out) == cap(b.buf) {
-		b.buf = out
+		b.buf, b.lastRead = out, opInvalid
 		return nil
 	}
 	tail := out[len(b.buf):]
 	if !b.grow(len(tail)) {
 		return b.refuse()
 	}
-	b.buf = append(b.buf, tail...)
+	b.buf, b.lastRead = append(b.buf, tail...), opInvalid
 	return nil
 }
 
@@ -465,12 +718,16 @@ func (b *Buffer) refuse() error {
 
 // grow makes room for n more bytes after len(b.buf), n > 0. It reports
 // false, changing nothing, when a Strict FixedPool buffer would pass its
-// size, or an Expand one its pool's budget.
+// size, or an Expand one its pool's budget. It panics with
+// bytes.ErrTooLarge, changing nothing, when the storage cannot be had.
 func (b *Buffer) grow(n int) bool {
 	l := len(b.buf) - b.off
 	c := cap(b.buf)
 	if n > maxInt-l {
-		panic(msgTooLarge)
+		if b.fp != nil && b.fp.strict {
+			return false // it never reserves
+		}
+		panic(bytes.ErrTooLarge)
 	}
 	need := l + n
 	fixed := b.fp != nil && !b.owned
@@ -481,6 +738,7 @@ func (b *Buffer) grow(n int) bool {
 		copy(b.buf, b.buf[b.off:])
 		b.buf = b.buf[:l]
 		b.off = 0
+		b.lastRead = opInvalid // the bytes read are gone
 		return true
 	}
 	if b.fp != nil && b.fp.strict {
@@ -490,9 +748,20 @@ func (b *Buffer) grow(n int) bool {
 	if p == nil {
 		p = Default()
 	}
-	size := max(need, 2*c)
+	size := need
 	if c == 0 {
 		size = max(need, p.defaultSize())
+	} else if c <= maxInt/2 {
+		size = max(need, 2*c)
+	}
+	// Ask the system before taking storage: make would end the process
+	// over a size it cannot serve. Doubling that the system refuses falls
+	// back to the size needed.
+	if !sysmem.Available(uint64(size)) {
+		if size == need || !sysmem.Available(uint64(need)) {
+			panic(bytes.ErrTooLarge)
+		}
+		size = need
 	}
 	if checked.Enabled {
 		// Ask for the whole class: a Buffer writes up to the capacity, and
@@ -510,5 +779,6 @@ func (b *Buffer) grow(n int) bool {
 		b.fp.countExpansion()
 	}
 	b.buf, b.off, b.owned = nb, 0, true
+	b.lastRead = opInvalid
 	return true
 }

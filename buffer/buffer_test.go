@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -194,7 +195,7 @@ func TestBuffer_Panics(t *testing.T) {
 	memtest.CheckPanic(t, "memkit/buffer: Truncate out of range", func() { b.Truncate(-1) })
 	memtest.CheckPanic(t, "memkit/buffer: negative size", func() { b.Grow(-1) })
 	memtest.CheckPanic(t, "memkit/buffer: negative size", func() { buffer.GetSize(-1) })
-	memtest.CheckPanic(t, "memkit/buffer: invalid Read count", func() { b.ReadFrom(badReader{}) })
+	memtest.CheckPanic(t, "memkit/buffer: reader returned more bytes than the slice it was given holds", func() { b.ReadFrom(badReader{}) })
 	b.Free()
 	checkDoubleFree(t, func() { b.Free() })
 	if err := b.Close(); !errors.Is(err, buffer.ErrClosed) {
@@ -224,8 +225,8 @@ func TestBuffer_GetSizeAndGrowReserveRoom(t *testing.T) {
 		t.Fatalf("GetSize(1000): len %d cap %d", b.Len(), b.Cap())
 	}
 	b.WriteString("abc")
-	if err := b.Grow(5000); err != nil || b.Cap()-b.Len() < 5000 || b.String() != "abc" {
-		t.Fatalf("Grow: err %v, cap %d, %q", err, b.Cap(), b.String())
+	if b.Grow(5000); b.Available() < 5000 || b.Cap()-b.Len() < 5000 || b.String() != "abc" {
+		t.Fatalf("Grow: available %d, cap %d, %q", b.Available(), b.Cap(), b.String())
 	}
 	at := b.Storage()
 	b.Write(make([]byte, 5000))
@@ -531,3 +532,68 @@ var (
 	_ memkit.StatsSource = (*buffer.Pool)(nil)
 	_ memkit.StatsSource = (*buffer.FixedPool)(nil)
 )
+
+// maxInt is the largest int, a size Grow must refuse without reserving.
+const maxInt = int(^uint(0) >> 1)
+
+// hostileSize is a size no machine the tests run on can serve, and more
+// than the runtime serves at all (sysmem.MaxAlloc) on 64-bit platforms, so
+// that it is refused however much the kernel overcommits. make would end
+// the process over it; a Buffer must panic with bytes.ErrTooLarge.
+var hostileSize = int(min(uint64(maxInt), 1<<50))
+
+// unservable returns sizes the machine cannot serve: hostileSize and maxInt
+// always, and where the kernel refuses mappings past RAM and swap (Linux
+// without overcommit_memory=1) on a 64-bit platform, 1 TiB and 64 TiB too,
+// which the runtime would try to map and then die over.
+func unservable(t *testing.T) []int {
+	sizes := []int{hostileSize, maxInt}
+	mode, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	if runtime.GOOS == "linux" && uint64(maxInt) > 1<<47 && err == nil && strings.TrimSpace(string(mode)) != "1" {
+		tib := uint64(1) << 40
+		sizes = append(sizes, int(tib), int(tib<<6))
+	} else {
+		t.Logf("only sizes past what the runtime serves at all (overcommit_memory %q, %v)", mode, err)
+	}
+	return sizes
+}
+
+// Issue 21, case 1: GetSize and Grow of a size the machine cannot serve
+// ended the process with the runtime's fatal "out of memory" (GetSize(1<<40)
+// on a 24 GiB machine). The size is asked of the kernel before anything is
+// reserved, and refused with bytes.ErrTooLarge, as bytes.Buffer refuses a
+// Grow it cannot make, the Buffer unchanged. A Strict FixedPool buffer never
+// reserves: its Grow changes nothing.
+func TestBuffer_SizeTheSystemCannotServePanicsErrTooLarge(t *testing.T) {
+	expand := mustFixed(t, 1, 64)
+	strict := mustFixed(t, 1, 64, buffer.WithOverflow(buffer.Strict))
+	for _, n := range unservable(t) {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			if v, _ := memtest.PanicValue(func() { buffer.GetSize(n) }); v != bytes.ErrTooLarge {
+				t.Fatalf("GetSize(%d) panicked %v; want bytes.ErrTooLarge", n, v)
+			}
+			if v, _ := memtest.PanicValue(func() { mustPool(t).GetSize(n) }); v != bytes.ErrTooLarge {
+				t.Fatalf("Pool.GetSize(%d) panicked %v; want bytes.ErrTooLarge", n, v)
+			}
+			var zero buffer.Buffer
+			for name, b := range map[string]*buffer.Buffer{
+				"Get": buffer.Get(), "zero": &zero, "Expand": expand.Checkout(), "Strict": strict.Checkout(),
+			} {
+				b.WriteString("kept")
+				b.ReadByte()
+				before := b.Cap()
+				v, panicked := memtest.PanicValue(func() { b.Grow(n) })
+				if name == "Strict" && panicked || name != "Strict" && v != bytes.ErrTooLarge {
+					t.Fatalf("%s: Grow(%d) panicked %v (%v)", name, n, v, panicked)
+				}
+				if b.String() != "ept" || b.Cap() != before {
+					t.Fatalf("%s: Grow(%d) changed the buffer: %q, cap %d -> %d", name, n, b.String(), before, b.Cap())
+				}
+				if err := b.UnreadByte(); err != nil || b.String() != "kept" {
+					t.Fatalf("%s: UnreadByte after a refused Grow = %v, %q", name, err, b.String())
+				}
+				b.Free()
+			}
+		})
+	}
+}
