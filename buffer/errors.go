@@ -44,7 +44,6 @@ const (
 	errNeedKey     = jsonError("value in an object without a Key")
 	errSecondValue = jsonError("second top-level value")
 	errDepth       = jsonError("nesting deeper than MaxJSONDepth")
-	errRaw         = jsonError("Raw value is not valid JSON")
 	errEmpty       = jsonError("no value written")
 	errUnclosed    = jsonError("unclosed array or object")
 	errTimeRange   = jsonError("Time outside years 0-9999 or with a zone offset of a day or more")

@@ -893,7 +893,7 @@ func FuzzJSON(f *testing.F) {
 			return binary.LittleEndian.Uint64(a[:])
 		}
 		for ops.More() {
-			switch op := ops.Byte() % 14; op {
+			switch op := ops.Byte() % 15; op {
 			case 0:
 				j.BeginArray()
 				md.begin(false)
@@ -940,11 +940,18 @@ func FuzzJSON(f *testing.F) {
 				md.value(tm, err == nil)
 			case 12:
 				raw := []byte(str())
+				if len(raw) == 0 && ops.Byte()&1 == 1 {
+					raw = nil // writes null, as a nil json.RawMessage
+				}
 				j.Raw(raw)
-				md.value(json.RawMessage(raw), json.Valid(raw))
+				md.value(json.RawMessage(raw), raw == nil || json.Valid(raw))
 			case 13:
 				md.html = !md.html
 				j.SetEscapeHTML(md.html)
+			case 14:
+				v := math.Float32frombits(uint32(u64()))
+				j.Float32(v)
+				md.value(v, !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0))
 			}
 			// A rejected call writes nothing, so the output always equals
 			// the model's.
@@ -1078,11 +1085,7 @@ func (md *jsonModel) value(v any, ok bool) {
 	if !md.valueDue() {
 		return
 	}
-	if raw, ok := v.(json.RawMessage); ok {
-		md.out.Write(raw) // as given: Raw does not compact
-	} else {
-		md.out.Write(md.marshal(v))
-	}
+	md.out.Write(md.marshal(v)) // a json.RawMessage compacted and escaped
 	md.place(v)
 }
 
@@ -1196,6 +1199,14 @@ func sameValue(got, want any) error {
 		if f, err := strconv.ParseFloat(string(n), 64); err != nil || f != w || math.Signbit(f) != math.Signbit(w) {
 			return fmt.Errorf("got %v, want %v", n, w)
 		}
+	case float32:
+		n, ok := got.(json.Number)
+		if !ok {
+			return fmt.Errorf("got %T, want a number", got)
+		}
+		if f, err := strconv.ParseFloat(string(n), 32); err != nil || float32(f) != w || math.Signbit(f) != math.Signbit(float64(w)) {
+			return fmt.Errorf("got %v, want float32 %v", n, w)
+		}
 	case bool, nil:
 		if got != want {
 			return fmt.Errorf("got %v, want %v", got, want)
@@ -1215,6 +1226,9 @@ func sameValue(got, want any) error {
 			return fmt.Errorf("got %q, want %v", s, rt)
 		}
 	case json.RawMessage:
+		if w == nil {
+			w = json.RawMessage("null")
+		}
 		dec := json.NewDecoder(bytes.NewReader(w))
 		dec.UseNumber()
 		var v any

@@ -1,8 +1,10 @@
 package buffer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"time"
@@ -81,7 +83,8 @@ func NewJSON(b *Buffer) JSON { return JSON{b: b} }
 // SetEscapeHTML sets whether `<`, `>` and `&` in strings and keys are
 // escaped as \u003c, \u003e and \u0026 (default true), as
 // json.Encoder.SetEscapeHTML does. U+2028 and U+2029 are escaped either
-// way, as encoding/json does, since they end a line in JavaScript.
+// way, as encoding/json does, since they end a line in JavaScript; in a
+// [JSON.Raw] value, as encoding/json does, only while escaping is on.
 func (j *JSON) SetEscapeHTML(on bool) { j.plain = !on }
 
 // Buffer returns the buffer j writes to.
@@ -122,6 +125,7 @@ func (j *JSON) value(n int) bool {
 	if l := len(b.buf); j.st == stArrNext && cap(b.buf)-l > n {
 		b.buf = b.buf[:l+1]
 		b.buf[l] = ','
+		b.lastRead = opInvalid // a write, for UnreadByte
 		return true
 	}
 	return j.valueSlow(n)
@@ -162,13 +166,15 @@ func (j *JSON) valueSlow(n int) bool {
 	return true
 }
 
-// room makes room for n bytes, or records the refusal of a Strict buffer.
+// room makes room for n bytes, about to be written, or records the
+// refusal of a Strict buffer.
 func (j *JSON) room(n int) bool {
 	b := j.b
 	if cap(b.buf)-len(b.buf) < n && !b.grow(n) {
 		j.fail(b.refuse())
 		return false
 	}
+	b.lastRead = opInvalid // a write, for UnreadByte
 	return true
 }
 
@@ -197,6 +203,7 @@ func (j *JSON) putUint(u uint64, neg int) {
 	if j.st == stArrNext && cap(b.buf)-l > n {
 		b.buf = b.buf[:l+1]
 		b.buf[l] = ','
+		b.lastRead = opInvalid
 		l++
 	} else {
 		if !j.valueSlow(n) {
@@ -228,31 +235,43 @@ func (j *JSON) putUint(u uint64, neg int) {
 	d[i-1] = byte('0' + w)
 }
 
-// Float writes f as encoding/json does: the shortest decimal that reads
-// back as f, with an exponent only below 1e-6 or from 1e21 up. NaN and
-// ±Inf record [ErrNonFinite].
-func (j *JSON) Float(f float64) {
+// Float writes f as encoding/json writes a float64: the shortest decimal
+// that reads back as f, with an exponent only below 1e-6 or from 1e21 up.
+// NaN and ±Inf record [ErrNonFinite].
+func (j *JSON) Float(f float64) { j.float(f, 64) }
+
+// Float32 writes f as encoding/json writes a float32: the shortest decimal
+// that reads back as f when parsed as a float32 (0.1, where [JSON.Float]
+// of float64(f) writes 0.10000000149011612), with an exponent only below
+// 1e-6 or from 1e21 up. NaN and ±Inf record [ErrNonFinite].
+func (j *JSON) Float32(f float32) { j.float(float64(f), 32) }
+
+// float writes f, a float of bitSize 32 or 64.
+func (j *JSON) float(f float64, bitSize int) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		j.fail(ErrNonFinite)
 		return
 	}
 	var tmp [32]byte
-	out := appendJSONFloat(tmp[:0], f)
+	out := appendJSONFloat(tmp[:0], f, bitSize)
 	if !j.value(len(out)) {
 		return
 	}
 	j.b.buf = append(j.b.buf, out...)
 }
 
-// appendJSONFloat formats finite f by encoding/json's rule (ES6 number to
-// string): 'f' format, or 'e' for magnitudes below 1e-6 or from 1e21 up,
-// with a one-digit negative exponent unpadded (e-7, not e-07).
-func appendJSONFloat(dst []byte, f float64) []byte {
+// appendJSONFloat formats finite f, of bitSize 32 or 64, by encoding/json's
+// rule (ES6 number to string): 'f' format, or 'e' for magnitudes below 1e-6
+// or from 1e21 up (compared as float32 for a float32, as encoding/json
+// does), with a one-digit negative exponent unpadded (e-7, not e-07).
+func appendJSONFloat(dst []byte, f float64, bitSize int) []byte {
 	format := byte('f')
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
+	if a := math.Abs(f); a != 0 {
+		if bitSize == 64 && (a < 1e-6 || a >= 1e21) || bitSize == 32 && (float32(a) < 1e-6 || float32(a) >= 1e21) {
+			format = 'e'
+		}
 	}
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	dst = strconv.AppendFloat(dst, f, format, -1, bitSize)
 	if n := len(dst); format == 'e' && n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
 		dst[n-2] = dst[n-1]
 		dst = dst[:n-1]
@@ -323,18 +342,127 @@ func strictRFC3339(b []byte) bool {
 	return (z[1]-'0')*10+(z[2]-'0') < 24
 }
 
-// Raw writes raw, which must be one complete JSON value (whitespace
-// around it is kept); anything else records an error matching [ErrJSON].
-// Checking it costs a scan of raw (json.Valid).
+// Raw writes raw, which must be one complete JSON value, as json.Marshal
+// writes a json.RawMessage: compacted (whitespace outside strings
+// dropped), and, unless [JSON.SetEscapeHTML] turned it off, with `<`, `>`,
+// `&`, U+2028 and U+2029 escaped as \u003c, \u003e, \u0026, \u2028 and
+// \u2029 (with it off, none of them: unlike in a string, encoding/json
+// leaves U+2028 and U+2029 in a RawMessage as they are then). A
+// nil raw writes null, as a nil json.RawMessage. Anything that is not one
+// JSON value records an error matching [ErrJSON] that wraps encoding/json's
+// *json.SyntaxError ("memkit/buffer: JSON: Raw value is not valid JSON:
+// invalid character 'x' looking for beginning of value"). It costs json.Valid's
+// scan of raw and two light passes; only an invalid raw allocates (the
+// error).
 func (j *JSON) Raw(raw []byte) {
+	if raw == nil {
+		raw = jsonNull
+	}
 	if !json.Valid(raw) {
-		j.fail(errRaw)
+		j.fail(rawError(raw))
 		return
 	}
-	if j.value(len(raw)) {
-		j.b.buf = append(j.b.buf, raw...)
+	html := !j.plain
+	_, n, verbatim := compact(nil, raw, html, false)
+	if !j.value(n) {
+		return
 	}
+	if verbatim {
+		j.b.buf = append(j.b.buf, raw...)
+		return
+	}
+	j.b.buf, _, _ = compact(j.b.buf, raw, html, true)
 }
+
+var jsonNull = []byte("null")
+
+// isSpace reports whether c is JSON's insignificant whitespace.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// isLineSep reports whether raw[i:] starts with U+2028 or U+2029 (E2 80 A8
+// or E2 80 A9).
+func isLineSep(raw []byte, i int) bool {
+	return raw[i] == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8
+}
+
+// compact is encoding/json's compaction of valid JSON raw, as it writes a
+// json.RawMessage (see [JSON.Raw]): whitespace outside strings dropped
+// and, with html, `<`, `>`, `&`, U+2028 and U+2029 in strings escaped as
+// \uXXXX. With write it appends the result to dst; without, it only
+// measures it. It returns the result's length and whether the result is
+// raw unchanged. Inside a string the byte after a backslash is ASCII and
+// never escaped, so it is skipped.
+func compact(dst, raw []byte, html, write bool) ([]byte, int, bool) {
+	n, start, str, changed := len(raw), 0, false, false
+	for i := 0; i < len(raw); i++ {
+		c, size := raw[i], 1 // raw[i:i+size] changes
+		switch {
+		case !str:
+			if str = c == '"'; !isSpace(c) {
+				continue
+			}
+		case c == '\\':
+			i++
+			continue
+		case c == '"':
+			str = false
+			continue
+		case !html:
+			continue
+		case c == '<' || c == '>' || c == '&':
+		case isLineSep(raw, i):
+			size = 3
+		default:
+			continue
+		}
+		// raw[i:i+size] is whitespace to drop, or, in a string, a
+		// character to escape.
+		esc := 0
+		if str {
+			esc = len(`\u2028`)
+		}
+		n += esc - size
+		changed = true
+		if write {
+			dst = append(dst, raw[start:i]...)
+			if esc > 0 {
+				r := rune(c)
+				if size == 3 {
+					r = 0x2020 | rune(raw[i+2]&15) // E2 80 A8 is U+2028, A9 U+2029
+				}
+				dst = append(dst, '\\', 'u', hexDigits[r>>12], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
+			}
+			start = i + size
+		}
+		i += size - 1
+	}
+	if write {
+		dst = append(dst, raw[start:]...)
+	}
+	return dst, n, !changed
+}
+
+// rawError is the error Raw records for raw, invalid JSON: encoding/json's
+// *json.SyntaxError, as json.Marshal reports it for a json.RawMessage,
+// wrapped. It allocates; only a failing Raw calls it.
+func rawError(raw []byte) error {
+	var discard bytes.Buffer
+	err := json.Compact(&discard, raw)
+	if err == nil {
+		err = errors.New("json.Valid and json.Compact disagree") // cannot happen
+	}
+	return &rawJSONError{err}
+}
+
+// rawJSONError is a Raw value's error: it matches [ErrJSON] and unwraps to
+// encoding/json's error.
+type rawJSONError struct{ err error }
+
+func (e *rawJSONError) Error() string {
+	return "memkit/buffer: JSON: Raw value is not valid JSON: " + e.err.Error()
+}
+func (e *rawJSONError) Is(t error) bool { return t == ErrJSON }
+func (e *rawJSONError) Unwrap() error   { return e.err }
 
 // BeginArray opens an array.
 func (j *JSON) BeginArray() { j.begin('[', stArrFirst) }
