@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/memkit/memkit/internal/checked"
@@ -52,8 +50,54 @@ var (
 // platforms) is recycled by [Pool.Get], so Get, writes that fit, and Free
 // allocate nothing.
 //
-// A Buffer reads like a bytes.Buffer too: [Buffer.Read] consumes from the
-// front, and [Buffer.Bytes] and [Buffer.Len] cover the unread part.
+// # bytes.Buffer's contract
+//
+// A Buffer has every method of Go 1.26's bytes.Buffer, with its signature,
+// behaviour and errors: Available, AvailableBuffer, Bytes, Cap, Grow, Len,
+// Next, Peek, Read, ReadByte, ReadBytes, ReadFrom, ReadRune, ReadString,
+// Reset, String, Truncate, UnreadByte, UnreadRune, Write, WriteByte,
+// WriteRune, WriteString and WriteTo; so it is an io.Reader,
+// io.ByteScanner, io.RuneScanner, io.WriterTo, io.Writer, io.StringWriter,
+// io.ByteWriter, io.ReaderFrom and fmt.Stringer. Storage it cannot get
+// panics with bytes.ErrTooLarge itself, as bytes.Buffer's does. The
+// standard library's bytes/buffer_test.go runs against it
+// (stdbuffer_test.go), with only construction changed. What differs:
+//
+//   - There is no NewBuffer or NewBufferString: a Buffer never adopts a
+//     caller's slice (its storage comes from bytepool and goes back there);
+//     write the bytes into one. Its capacity is a bytepool class, not a
+//     slice's capacity. (The port skips TestNewBufferShallow and the two
+//     TestCapWith tests for this and the next point.)
+//   - A Buffer must not be copied, and one from [Get] or a checkout must not
+//     be used after [Buffer.Free] or Close. A view (Bytes, Next, Peek,
+//     AvailableBuffer) is valid as bytes.Buffer's is, and never past Free.
+//   - A size the system cannot serve now panics with bytes.ErrTooLarge
+//     before anything is reserved, where bytes.Buffer would let make end the
+//     process with the runtime's fatal out-of-memory.
+//   - A [Strict] [FixedPool] buffer refuses a write past the pool's size
+//     with io.ErrShortWrite, writing nothing and leaving UnreadByte's state
+//     as it was (bytes.Buffer's writes always succeed); its Grow then
+//     changes nothing, and it never panics with ErrTooLarge. A FixedPool
+//     buffer's ReadFrom fills the storage before it grows (see
+//     [Buffer.ReadFrom]).
+//   - Panics other than ErrTooLarge begin "memkit/buffer:", not
+//     "bytes.Buffer": a reader's negative count in ReadFrom (an error, as
+//     bytes.Buffer's, "memkit/buffer: reader returned negative count from
+//     Read"; the port's TestReadFromNegativeReader expects that text), a
+//     Truncate out of range, a negative Grow ("memkit/buffer: negative
+//     size"), and a negative Next or Peek ("memkit/buffer: negative read
+//     count", where bytes.Buffer fails with a runtime slice error).
+//     UnreadByte's and UnreadRune's errors read as bytes.Buffer's after the
+//     prefix.
+//   - After a Grow that moved the contents, UnreadByte and UnreadRune
+//     return their error; bytes.Buffer's return nil and unread nothing.
+//     Whether a Grow moves depends on the capacity, in both.
+//   - In the checked build (-tags memkitdebug) taking storage allocates
+//     (a stack is recorded), so the port's TestGrow checks no allocations
+//     in the release build only.
+//
+// The appenders (AppendInt and the rest), Free, Close and [JSON] are
+// memkit's own.
 //
 // After Free or Close, a Buffer must not be used: its header may already
 // serve another Get. With the memkitdebug build tag, any use then panics
@@ -299,208 +343,6 @@ func (b *Buffer) WriteRune(r rune) (int, error) {
 	return n, nil
 }
 
-// Read reads up to len(p) unread bytes into p, as bytes.Buffer.Read: when
-// nothing is left it empties the buffer and returns io.EOF (0, nil if p is
-// empty).
-func (b *Buffer) Read(p []byte) (int, error) {
-	if checked.Enabled {
-		b.check("Read")
-	}
-	b.lastRead = opInvalid
-	if b.off == len(b.buf) {
-		b.buf = b.buf[:0]
-		b.off = 0
-		if len(p) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	n := copy(p, b.buf[b.off:])
-	b.off += n
-	if n > 0 {
-		b.lastRead = opRead
-	}
-	return n, nil
-}
-
-// Next returns the next n unread bytes, or all of them if fewer are left,
-// and consumes them as [Buffer.Read] would, as bytes.Buffer.Next. The slice
-// aliases the storage: it is valid until the next read or write. It panics
-// with "memkit/buffer: negative read count" if n < 0.
-func (b *Buffer) Next(n int) []byte {
-	if checked.Enabled {
-		b.check("Next")
-	}
-	if n < 0 {
-		panic(msgNegativeCnt)
-	}
-	b.lastRead = opInvalid
-	n = min(n, len(b.buf)-b.off)
-	data := b.buf[b.off : b.off+n]
-	b.off += n
-	if n > 0 {
-		b.lastRead = opRead
-	}
-	return data
-}
-
-// Peek returns the next n unread bytes without consuming them, as
-// bytes.Buffer.Peek: all the unread bytes and io.EOF if fewer than n are
-// left. The slice aliases the storage: it is valid until the next read or
-// write. It panics with "memkit/buffer: negative read count" if n < 0.
-func (b *Buffer) Peek(n int) ([]byte, error) {
-	if checked.Enabled {
-		b.check("Peek")
-	}
-	if n < 0 {
-		panic(msgNegativeCnt)
-	}
-	if len(b.buf)-b.off < n {
-		return b.buf[b.off:], io.EOF
-	}
-	return b.buf[b.off : b.off+n], nil
-}
-
-// ReadByte consumes and returns the next unread byte, or io.EOF if none is
-// left (emptying the buffer then, as [Buffer.Read]).
-func (b *Buffer) ReadByte() (byte, error) {
-	if checked.Enabled {
-		b.check("ReadByte")
-	}
-	if b.off == len(b.buf) {
-		b.buf, b.off, b.lastRead = b.buf[:0], 0, opInvalid
-		return 0, io.EOF
-	}
-	c := b.buf[b.off]
-	b.off++
-	b.lastRead = opRead
-	return c, nil
-}
-
-// ReadRune consumes and returns the next UTF-8-encoded code point and its
-// size, as bytes.Buffer.ReadRune: io.EOF if nothing is left, and
-// utf8.RuneError of size 1 for a byte that does not start a valid encoding.
-func (b *Buffer) ReadRune() (rune, int, error) {
-	if checked.Enabled {
-		b.check("ReadRune")
-	}
-	if b.off == len(b.buf) {
-		b.buf, b.off, b.lastRead = b.buf[:0], 0, opInvalid
-		return 0, 0, io.EOF
-	}
-	if c := b.buf[b.off]; c < utf8.RuneSelf {
-		b.off++
-		b.lastRead = 1
-		return rune(c), 1, nil
-	}
-	r, n := utf8.DecodeRune(b.buf[b.off:])
-	b.off += n
-	b.lastRead = int8(n)
-	return r, n, nil
-}
-
-// UnreadRune gives back the rune the last call read, if that call was a
-// [Buffer.ReadRune] that succeeded; otherwise it returns an error
-// ("memkit/buffer: UnreadRune: previous operation was not a successful
-// ReadRune") and changes nothing, as bytes.Buffer.UnreadRune.
-func (b *Buffer) UnreadRune() error {
-	if checked.Enabled {
-		b.check("UnreadRune")
-	}
-	if b.lastRead <= opInvalid {
-		return errUnreadRune
-	}
-	if b.off >= int(b.lastRead) {
-		b.off -= int(b.lastRead)
-	}
-	b.lastRead = opInvalid
-	return nil
-}
-
-// UnreadByte gives back the last byte read, if the last call was a read
-// that read at least one byte ([Buffer.Read], [Buffer.Next], ReadByte,
-// ReadRune, ReadBytes, ReadString); otherwise it returns an error
-// ("memkit/buffer: UnreadByte: previous operation was not a successful
-// read") and changes nothing, as bytes.Buffer.UnreadByte.
-func (b *Buffer) UnreadByte() error {
-	if checked.Enabled {
-		b.check("UnreadByte")
-	}
-	if b.lastRead == opInvalid {
-		return errUnreadByte
-	}
-	b.lastRead = opInvalid
-	if b.off > 0 {
-		b.off--
-	}
-	return nil
-}
-
-// ReadBytes consumes the unread bytes up to and including the first delim
-// and returns a copy of them, as bytes.Buffer.ReadBytes: if delim does not
-// come, all that is left and io.EOF. The error is nil exactly when the
-// result ends in delim. It allocates the copy.
-func (b *Buffer) ReadBytes(delim byte) ([]byte, error) {
-	if checked.Enabled {
-		b.check("ReadBytes")
-	}
-	line, err := b.readSlice(delim)
-	return append([]byte(nil), line...), err
-}
-
-// ReadString is [Buffer.ReadBytes] returning a string.
-func (b *Buffer) ReadString(delim byte) (string, error) {
-	if checked.Enabled {
-		b.check("ReadString")
-	}
-	line, err := b.readSlice(delim)
-	return string(line), err
-}
-
-// readSlice consumes the unread bytes up to and including the first delim
-// and returns them as a view of the storage.
-func (b *Buffer) readSlice(delim byte) ([]byte, error) {
-	var err error
-	end := len(b.buf)
-	if i := bytes.IndexByte(b.buf[b.off:], delim); i >= 0 {
-		end = b.off + i + 1
-	} else {
-		err = io.EOF
-	}
-	line := b.buf[b.off:end]
-	b.off = end
-	b.lastRead = opRead
-	return line, err
-}
-
-// WriteTo writes the unread bytes to w until none is left or w fails, as
-// bytes.Buffer.WriteTo: the bytes written are consumed, and a short write
-// without an error returns io.ErrShortWrite.
-func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
-	if checked.Enabled {
-		b.check("WriteTo")
-	}
-	b.lastRead = opInvalid
-	m := len(b.buf) - b.off
-	if m == 0 {
-		return 0, nil
-	}
-	n, err := w.Write(b.buf[b.off:])
-	if n > m {
-		panic(msgBadWrite)
-	}
-	b.off += n
-	if err != nil {
-		return int64(n), err
-	}
-	if n != m {
-		return int64(n), io.ErrShortWrite
-	}
-	b.buf = b.buf[:0]
-	b.off = 0
-	return int64(n), nil
-}
-
 // ReadFrom appends what r yields until io.EOF, which it does not return,
 // or another error, which it does. It never reads a byte it cannot keep: what
 // the buffer did not take is still in r.
@@ -613,101 +455,6 @@ func (b *Buffer) readPastFull(r io.Reader) (int, error) {
 		b.buf = append(b.buf, b.probe[0])
 	}
 	return m, err
-}
-
-// AppendInt appends the integer i in the given base, as strconv.AppendInt.
-// It returns nil; for a [Strict] [FixedPool] buffer without room,
-// io.ErrShortWrite, and nothing is written.
-func (b *Buffer) AppendInt(i int64, base int) error {
-	if checked.Enabled {
-		b.check("AppendInt")
-	}
-	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
-		b.buf, b.lastRead = appendInt(b.buf, i), opInvalid
-		return nil
-	}
-	b.reserve(65)
-	return b.commit(strconv.AppendInt(b.buf, i, base))
-}
-
-// AppendUint appends the unsigned integer u in the given base, as
-// strconv.AppendUint; errors as [Buffer.AppendInt].
-func (b *Buffer) AppendUint(u uint64, base int) error {
-	if checked.Enabled {
-		b.check("AppendUint")
-	}
-	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
-		b.buf, b.lastRead = appendUint(b.buf, u), opInvalid
-		return nil
-	}
-	b.reserve(64)
-	return b.commit(strconv.AppendUint(b.buf, u, base))
-}
-
-// AppendFloat appends f formatted as strconv.AppendFloat(dst, f, fmt, prec,
-// bitSize) does; errors as [Buffer.AppendInt].
-func (b *Buffer) AppendFloat(f float64, fmt byte, prec, bitSize int) error {
-	if checked.Enabled {
-		b.check("AppendFloat")
-	}
-	b.reserve(32)
-	return b.commit(strconv.AppendFloat(b.buf, f, fmt, prec, bitSize))
-}
-
-// AppendBool appends "true" or "false"; errors as [Buffer.AppendInt].
-func (b *Buffer) AppendBool(v bool) error {
-	if checked.Enabled {
-		b.check("AppendBool")
-	}
-	b.reserve(5)
-	return b.commit(strconv.AppendBool(b.buf, v))
-}
-
-// AppendQuote appends s as a double-quoted Go string literal, as
-// strconv.AppendQuote; errors as [Buffer.AppendInt].
-func (b *Buffer) AppendQuote(s string) error {
-	if checked.Enabled {
-		b.check("AppendQuote")
-	}
-	b.reserve(len(s) + 2)
-	return b.commit(strconv.AppendQuote(b.buf, s))
-}
-
-// AppendTime appends t formatted by layout, as t.AppendFormat; errors as
-// [Buffer.AppendInt].
-func (b *Buffer) AppendTime(t time.Time, layout string) error {
-	if checked.Enabled {
-		b.check("AppendTime")
-	}
-	b.reserve(len(layout) + 16)
-	return b.commit(t.AppendFormat(b.buf, layout))
-}
-
-// reserve makes room for n more bytes if it can; a Strict buffer that
-// cannot is left as it is, and commit decides.
-func (b *Buffer) reserve(n int) {
-	if cap(b.buf)-len(b.buf) < n {
-		b.grow(n)
-	}
-}
-
-// commit takes out, the result of an append to b.buf. If the append stayed
-// within the storage (a reallocating append would have grown the capacity),
-// out becomes the contents. Otherwise out lives in memory append took from
-// the heap: its new bytes are copied into storage grown from bytepool, or,
-// for a Strict buffer without room, dropped with io.ErrShortWrite (a
-// refused write changes nothing, UnreadByte's state included).
-func (b *Buffer) commit(out []byte) error {
-	if cap(out) == cap(b.buf) {
-		b.buf, b.lastRead = out, opInvalid
-		return nil
-	}
-	tail := out[len(b.buf):]
-	if !b.grow(len(tail)) {
-		return b.refuse()
-	}
-	b.buf, b.lastRead = append(b.buf, tail...), opInvalid
-	return nil
 }
 
 // refuse counts a write a Strict buffer refused and returns its error.
