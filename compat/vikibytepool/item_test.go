@@ -322,3 +322,14 @@ func TestNew_BadParametersPanic(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { memtest.CheckPanic(t, c.want, c.f) })
 	}
 }
+
+// An empty value is no JSON value: refused, as any invalid one, even though
+// buffer.JSON.Raw writes null for a nil slice.
+func TestJsonItem_EmptyValueIsRefused(t *testing.T) {
+	item := bytepool.NewJson(1, 64).Checkout()
+	defer item.Close()
+	item.BeginObject()
+	if item.WriteKeyValue("k", ""); !errors.Is(item.Err(), buffer.ErrJSON) || strings.Contains(item.String(), "null") {
+		t.Fatalf("WriteKeyValue of \"\": %q, %v", item.String(), item.Err())
+	}
+}
