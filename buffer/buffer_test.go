@@ -403,6 +403,23 @@ func TestBuffer_HotPathsAllocateNothing(t *testing.T) {
 			b.Read(tmp[:])
 			b.Free()
 		}},
+		{"bytes.Buffer's byte and rune methods", func() {
+			b := p.Get()
+			b.WriteRune('é')
+			b.WriteRune('x')
+			b.Write(b.AvailableBuffer()[:0])
+			b.Write(append(b.AvailableBuffer(), "abc\n"...))
+			b.ReadRune()
+			b.UnreadRune()
+			b.ReadByte()
+			b.UnreadByte()
+			b.Peek(3)
+			b.Next(2)
+			if b.Available() == 0 {
+				panic("no room")
+			}
+			b.Free()
+		}},
 	} {
 		if race.Enabled || buffer.Debug {
 			t.Skip("the race detector allocates; memkitdebug never reuses a header")
@@ -595,5 +612,39 @@ func TestBuffer_SizeTheSystemCannotServePanicsErrTooLarge(t *testing.T) {
 				b.Free()
 			}
 		})
+	}
+}
+
+// The two places UnreadByte differs from or goes beyond bytes.Buffer, as
+// Buffer's doc says: a Strict buffer's refused write is no write, and a
+// Grow that moved the contents leaves nothing to unread.
+func TestBuffer_UnreadAfterARefusedWriteAndAMovingGrow(t *testing.T) {
+	strict := mustFixed(t, 1, 8, buffer.WithOverflow(buffer.Strict)).Checkout()
+	defer strict.Close()
+	strict.WriteString("abcdefgh")
+	strict.ReadByte()
+	if n, err := strict.WriteString("too long"); n != 0 || err != io.ErrShortWrite {
+		t.Fatalf("WriteString = %d, %v", n, err)
+	}
+	if err := strict.UnreadByte(); err != nil || strict.String() != "abcdefgh" {
+		t.Fatalf("UnreadByte after a refused write = %v, %q", err, strict.String())
+	}
+
+	b := buffer.Get()
+	defer b.Free()
+	b.WriteString("abc")
+	b.ReadByte()
+	at := b.Storage()
+	b.Grow(b.Cap() + 1)
+	if b.Storage() == at {
+		t.Fatal("the Grow did not move the contents")
+	}
+	if err := b.UnreadByte(); err == nil || err.Error() != "memkit/buffer: UnreadByte: previous operation was not a successful read" || b.String() != "bc" {
+		t.Fatalf("UnreadByte after a moving Grow = %v, %q", err, b.String())
+	}
+	b.ReadRune()
+	b.Grow(b.Cap() + 1)
+	if err := b.UnreadRune(); err == nil || err.Error() != "memkit/buffer: UnreadRune: previous operation was not a successful ReadRune" || b.String() != "c" {
+		t.Fatalf("UnreadRune after a moving Grow = %v, %q", err, b.String())
 	}
 }
