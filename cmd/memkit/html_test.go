@@ -9,31 +9,203 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"maps"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memkit/memkit/internal/e2e"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
 )
 
 // report is what the tests read from an HTML report.
 type report struct {
-	charts   int               // <svg class="chart"> elements
-	svgTexts []string          // the text of every <text> in them
-	byID     map[string]string // the text of each element with an id
-	rows     map[string]int    // <tr> rows in each section's table, by section id
+	charts []*chart          // the <svg class="chart"> elements, in order
+	byID   map[string]string // the text of each element with an id
+	rows   map[string]int    // <tr> rows in each section's table, by section id
+	titles map[string]string // each section's <h2>, by section id
+}
+
+// chart is one <svg class="chart"> panel as drawn: its size, its texts
+// and its shapes in the SVG's user space (points, y down).
+type chart struct {
+	section       string
+	width, height float64 // the width and height attributes, in pt
+	viewBoxWidth  float64
+	texts         []svgText
+	shapes        []svgShape
+}
+
+// svgText is a <text> element: its string, font size in user units and
+// the box its glyphs take, from descender to ascender.
+type svgText struct {
+	s    string
+	size float64
+	box  []point
+}
+
+// svgShape is a <path>: a filled polygon or, for a stroke, a polygon per
+// segment, as wide as the stroke; color is its fill or stroke.
+type svgShape struct {
+	polys [][]point
+	color string
+}
+
+type point struct{ x, y float64 }
+
+// affine is an SVG transform matrix(a b c d e f).
+type affine [6]float64
+
+var identity = affine{1, 0, 0, 1, 0, 0}
+
+func (m affine) mul(n affine) affine {
+	return affine{
+		m[0]*n[0] + m[2]*n[1], m[1]*n[0] + m[3]*n[1],
+		m[0]*n[2] + m[2]*n[3], m[1]*n[2] + m[3]*n[3],
+		m[0]*n[4] + m[2]*n[5] + m[4], m[1]*n[4] + m[3]*n[5] + m[5],
+	}
+}
+
+func (m affine) apply(p point) point {
+	return point{m[0]*p.x + m[2]*p.y + m[4], m[1]*p.x + m[3]*p.y + m[5]}
+}
+
+var (
+	svgTransformFn = regexp.MustCompile(`(\w+)\(([^)]*)\)`)
+	svgNumber      = regexp.MustCompile(`-?[0-9.]+(?:e-?[0-9]+)?`)
+	svgPathCmd     = regexp.MustCompile(`([MLZ])([^MLZ]*)`)
+	svgStyleProp   = regexp.MustCompile(`([a-z-]+):([^;]*)`)
+)
+
+func numbers(t *testing.T, s string) []float64 {
+	t.Helper()
+	var v []float64
+	for _, n := range svgNumber.FindAllString(s, -1) {
+		f, err := strconv.ParseFloat(n, 64)
+		if err != nil {
+			t.Fatalf("number %q in %q: %v", n, s, err)
+		}
+		v = append(v, f)
+	}
+	return v
+}
+
+// parseTransform reads the scale, translate and rotate functions plot's
+// SVG canvas writes.
+func parseTransform(t *testing.T, s string) affine {
+	m := identity
+	for _, f := range svgTransformFn.FindAllStringSubmatch(s, -1) {
+		a := numbers(t, f[2])
+		switch {
+		case f[1] == "scale" && len(a) == 2:
+			m = m.mul(affine{a[0], 0, 0, a[1], 0, 0})
+		case f[1] == "translate" && len(a) == 2:
+			m = m.mul(affine{1, 0, 0, 1, a[0], a[1]})
+		case f[1] == "rotate" && len(a) == 1:
+			sin, cos := math.Sincos(a[0] * math.Pi / 180)
+			m = m.mul(affine{cos, sin, -sin, cos, 0, 0})
+		default:
+			t.Fatalf("transform %q: cannot read %s", s, f[0])
+		}
+	}
+	return m
+}
+
+func styleProps(s string) map[string]string {
+	props := map[string]string{}
+	for _, m := range svgStyleProp.FindAllStringSubmatch(s, -1) {
+		props[m[1]] = m[2]
+	}
+	return props
+}
+
+// parsePath reads a path of M, L and Z commands, as plot writes bars,
+// lines and the background, under the transform m.
+func parsePath(t *testing.T, m affine, d string, props map[string]string) svgShape {
+	var pts []point
+	for _, c := range svgPathCmd.FindAllStringSubmatch(d, -1) {
+		if a := numbers(t, c[2]); len(a) == 2 {
+			pts = append(pts, m.apply(point{a[0], a[1]}))
+		} else if c[1] != "Z" {
+			t.Fatalf("path %q: cannot read %s", d, c[0])
+		}
+	}
+	if props["fill"] != "none" {
+		color := props["fill"]
+		if color == "" {
+			color = "#000000"
+		}
+		return svgShape{polys: [][]point{pts}, color: color}
+	}
+	w := 1.0
+	if sw, ok := props["stroke-width"]; ok {
+		w = numbers(t, sw)[0]
+	}
+	sh := svgShape{color: props["stroke"]}
+	for i := 1; i < len(pts); i++ {
+		p, q := pts[i-1], pts[i]
+		l := math.Hypot(q.x-p.x, q.y-p.y)
+		if l == 0 {
+			continue
+		}
+		nx, ny := -(q.y-p.y)/l*w/2, (q.x-p.x)/l*w/2
+		sh.polys = append(sh.polys, []point{{p.x + nx, p.y + ny}, {q.x + nx, q.y + ny}, {q.x - nx, q.y - ny}, {p.x - nx, p.y - ny}})
+	}
+	return sh
+}
+
+// textBox is the box of s drawn at (x, y) in size-unit chartFont, under
+// the transform m: its advance wide, from its descender to its ascender.
+func textBox(m affine, x, y, size float64, s string) []point {
+	face := font.DefaultCache.Lookup(font.From(chartFont, vg.Length(size)), vg.Length(size))
+	w, e := float64(face.Width(s)), face.Extents()
+	top, bottom := y-float64(e.Ascent), y+float64(e.Descent)
+	return []point{m.apply(point{x, top}), m.apply(point{x + w, top}), m.apply(point{x + w, bottom}), m.apply(point{x, bottom})}
+}
+
+// overlap reports whether convex polygons a and b overlap by more than
+// a twentieth of a point along every axis of their edges.
+func overlap(a, b []point) bool {
+	for _, poly := range [][]point{a, b} {
+		for i := range poly {
+			p, q := poly[i], poly[(i+1)%len(poly)]
+			ax, ay := -(q.y - p.y), q.x-p.x
+			l := math.Hypot(ax, ay)
+			if l == 0 {
+				continue
+			}
+			ax, ay = ax/l, ay/l
+			proj := func(ps []point) (lo, hi float64) {
+				lo, hi = math.Inf(1), math.Inf(-1)
+				for _, p := range ps {
+					v := p.x*ax + p.y*ay
+					lo, hi = min(lo, v), max(hi, v)
+				}
+				return lo, hi
+			}
+			alo, ahi := proj(a)
+			blo, bhi := proj(b)
+			if min(ahi, bhi)-max(alo, blo) <= 0.05 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // xmlNamespaces are the only URLs a report may hold: SVG's namespace
 // names, which are never fetched.
 var xmlNamespaces = map[string]bool{
-	"http://www.w3.org/2000/svg":   true,
-	"http://www.w3.org/1999/xlink": true,
+	"http://www.w3.org/2000/svg": true,
 }
 
 // parseReport checks that page is well-formed XML that loads nothing from
@@ -52,15 +224,21 @@ func parseReport(t *testing.T, page string) report {
 			t.Errorf("CSS url() of other than data: %q", m[0])
 		}
 	}
-	rep := report{byID: map[string]string{}, rows: map[string]int{}}
+	rep := report{byID: map[string]string{}, rows: map[string]int{}, titles: map[string]string{}}
 	d := xml.NewDecoder(strings.NewReader(page))
 	type open struct {
-		id      string
-		text    strings.Builder
-		svgText bool
+		name string
+		id   string
+		text strings.Builder
+		m    affine // the SVG transform, within a chart
+		x, y float64
+		size float64
 	}
-	var stack []*open
-	section := ""
+	var (
+		stack   []*open
+		section string
+		cur     *chart
+	)
 	for {
 		tok, err := d.Token()
 		if errors.Is(err, io.EOF) {
@@ -71,8 +249,13 @@ func parseReport(t *testing.T, page string) report {
 		}
 		switch tok := tok.(type) {
 		case xml.StartElement:
-			o := &open{svgText: tok.Name.Local == "text"}
+			o := &open{name: tok.Name.Local, m: identity}
+			if len(stack) > 0 {
+				o.m = stack[len(stack)-1].m
+			}
+			attr := map[string]string{}
 			for _, a := range tok.Attr {
+				attr[a.Name.Local] = a.Value
 				switch {
 				case a.Name.Local == "id":
 					o.id = a.Value
@@ -80,10 +263,12 @@ func parseReport(t *testing.T, page string) report {
 					t.Errorf("<%s src=%q>", tok.Name.Local, a.Value)
 				case a.Name.Local == "href" && !strings.HasPrefix(a.Value, "#"):
 					t.Errorf("<%s href=%q>", tok.Name.Local, a.Value)
-				case a.Name.Local == "class" && tok.Name.Local == "svg" && a.Value == "chart":
-					rep.charts++
 				}
 			}
+			if tr, ok := attr["transform"]; ok && cur != nil {
+				o.m = o.m.mul(parseTransform(t, tr))
+			}
+			props := styleProps(attr["style"])
 			switch tok.Name.Local {
 			case "script", "link", "img", "iframe", "object", "embed", "base":
 				t.Errorf("report has a <%s> element", tok.Name.Local)
@@ -91,6 +276,29 @@ func parseReport(t *testing.T, page string) report {
 				section = o.id
 			case "tr":
 				rep.rows[section]++
+			case "svg":
+				if attr["class"] == "chart" {
+					cur = &chart{section: section}
+					w, h, vb := numbers(t, attr["width"]), numbers(t, attr["height"]), numbers(t, attr["viewBox"])
+					if !strings.HasSuffix(attr["width"], "pt") || !strings.HasSuffix(attr["height"], "pt") || len(w) != 1 || len(h) != 1 || len(vb) != 4 {
+						t.Fatalf("chart <svg width=%q height=%q viewBox=%q>: want sizes in pt", attr["width"], attr["height"], attr["viewBox"])
+					}
+					cur.width, cur.height, cur.viewBoxWidth = w[0], h[0], vb[2]
+					rep.charts = append(rep.charts, cur)
+				}
+			case "text":
+				if cur != nil {
+					o.x, o.y = numbers(t, attr["x"])[0], numbers(t, attr["y"])[0]
+					size := numbers(t, props["font-size"])
+					if len(size) != 1 {
+						t.Fatalf("<text> without a font-size: %v", tok.Attr)
+					}
+					o.size = size[0]
+				}
+			case "path":
+				if cur != nil {
+					cur.shapes = append(cur.shapes, parsePath(t, o.m, attr["d"], props))
+				}
 			}
 			stack = append(stack, o)
 		case xml.CharData:
@@ -103,12 +311,81 @@ func parseReport(t *testing.T, page string) report {
 			if o.id != "" {
 				rep.byID[o.id] = o.text.String()
 			}
-			if o.svgText {
-				rep.svgTexts = append(rep.svgTexts, o.text.String())
+			switch {
+			case o.name == "h2":
+				rep.titles[section] = o.text.String()
+			case o.name == "svg":
+				cur = nil
+			case o.name == "text" && cur != nil:
+				s := o.text.String()
+				cur.texts = append(cur.texts, svgText{s: s, size: o.size, box: textBox(o.m, o.x, o.y, o.size, s)})
 			}
 		}
 	}
 	return rep
+}
+
+// chartTexts is the text of every <text> in the report's charts, a line
+// each.
+func (rep report) chartTexts() string {
+	var b strings.Builder
+	for _, c := range rep.charts {
+		for _, tx := range c.texts {
+			b.WriteString(tx.s)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// checkCharts checks what makes the charts readable at 100% zoom: each
+// drawn at its size (its width in CSS pixels within the page's 1180, so
+// that the page never scales it down), every text at least 11 CSS px,
+// every panel's value axis labeled with its unit, and no text overlapping
+// another or any bar, whisker, axis or tick mark (the faint grid lines
+// and the white background aside).
+func checkCharts(t *testing.T, rep report) {
+	t.Helper()
+	units := []string{"ns/op", "allocs/op", "bytes"}
+	for i, c := range rep.charts {
+		name := fmt.Sprintf("chart %d (section %s)", i+1, c.section)
+		if px := c.width * pxPerPt; px > 1180 {
+			t.Errorf("%s is %.0f px wide; the page holds 1180", name, px)
+		}
+		scale := c.width / c.viewBoxWidth * pxPerPt // CSS px per user unit
+		labeled := 0
+		for _, tx := range c.texts {
+			if px := tx.size * scale; px < 11 {
+				t.Errorf("%s: %q is %.1f px; want 11 or more", name, tx.s, px)
+			}
+			for _, u := range units {
+				if strings.Contains(tx.s, u) {
+					labeled++
+				}
+			}
+		}
+		if labeled != 1 {
+			t.Errorf("%s: %d texts name a unit (%s), want an axis label", name, labeled, strings.Join(units, ", "))
+		}
+		for j, a := range c.texts {
+			for _, b := range c.texts[j+1:] {
+				if overlap(a.box, b.box) {
+					t.Errorf("%s: texts %q and %q overlap", name, a.s, b.s)
+				}
+			}
+			for _, sh := range c.shapes {
+				if sh.color == "#E0E0E0" || sh.color == "#FFFFFF" {
+					continue
+				}
+				for _, poly := range sh.polys {
+					if overlap(a.box, poly) {
+						t.Errorf("%s: a shape in %s is drawn over %q (%v, text box %v)", name, sh.color, a.s, poly, a.box)
+						break
+					}
+				}
+			}
+		}
+	}
 }
 
 // checkMachine checks the report's machine line against this machine.
@@ -141,18 +418,22 @@ func TestRun_HTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := parseReport(t, string(data))
-	if rep.charts != 2 {
-		t.Errorf("%d charts, want one per workload, 2", rep.charts)
-	}
-	for _, wl := range []string{"GetPut/size=64B", "GetPut/size=4KiB"} {
-		found := false
-		for _, s := range rep.svgTexts {
-			found = found || s == wl
+	for id, wl := range map[string]string{"w1": "GetPut/size=64B", "w2": "GetPut/size=4KiB"} {
+		if rep.titles[id] != wl {
+			t.Errorf("section %s is titled %q, want %s", id, rep.titles[id], wl)
 		}
-		if !found {
-			t.Errorf("no chart titled %s; chart texts: %q", wl, rep.svgTexts)
+		// The time panel, and allocations for make.
+		var texts []string
+		for _, c := range rep.charts {
+			if c.section == id {
+				texts = append(texts, c.texts[0].s)
+			}
+		}
+		if want := []string{"time per op, relative to memkit", "allocations"}; !slices.Equal(texts, want) {
+			t.Errorf("section %s has the charts %q, want %q", id, texts, want)
 		}
 	}
+	checkCharts(t, rep)
 	checkMachine(t, rep)
 	if run := rep.byID["run"]; !strings.Contains(run, "benchtime: 10x") || !strings.Contains(run, "count: 1") {
 		t.Errorf("run line %q lacks benchtime or count", run)
@@ -193,19 +474,22 @@ func TestWriteHTML_SpreadRetainedColors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := parseReport(t, b.String())
-	texts := strings.Join(rep.svgTexts, "\n")
-	for _, want := range []string{"retained after the burst (bytes)", "1MiB", "512MiB"} {
+	checkCharts(t, rep)
+	texts := rep.chartTexts()
+	for _, want := range []string{"retained after the burst\n", "bytes\n", "1MiB", "512MiB"} {
 		if !strings.Contains(texts, want) {
 			t.Errorf("chart texts lack %q:\n%s", want, texts)
 		}
 	}
-	if strings.Count(texts, "allocations (allocs/op)") != 1 {
+	if strings.Count(texts, "allocations\n") != 1 || strings.Count(texts, "allocs/op\n") != 1 {
 		t.Errorf("want an allocations panel for BurstIdle only:\n%s", texts)
 	}
 	page := b.String()
-	for _, want := range []string{"<th>min–max</th>", "<td>42.0</td><td>40.0–44.0</td>", `<tr class="memkit-variant"><td>bytepool</td>`, "with a whisker from the fastest"} {
+	for _, want := range []string{"<th>min–max</th>", "<td>52.5 ns</td><td>50.0–55.0 ns</td><td>0 B</td><td>0 allocs</td><td>1.25×</td>",
+		`<td>2.00 s</td><td>2.00–2.00 s</td><td>512 KiB</td><td>8192 allocs</td><td>2.00×</td><td class="extra">retained: 512 MiB</td>`,
+		`<td>1.00 s</td><td>1.00–1.00 s</td><td>64 B</td><td>1 alloc</td><td>1.00×</td><td class="extra">retained: 1 MiB</td>`, `<tr class="memkit-variant"><td>bytepool</td>`, "the whisker spans"} {
 		if !strings.Contains(page, want) {
-			t.Errorf("page lacks %s", want)
+			t.Errorf("page lacks %s\n%s", want, page[strings.Index(page, "<tbody>"):])
 		}
 	}
 	// Whiskers: three strokes (stem and two caps) per impl with a spread:
@@ -317,8 +601,17 @@ func TestWriteHTML_Shapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := parseReport(t, b.String())
-	if rep.charts != 3 {
-		t.Errorf("%d charts, want 3 (none for the all-zero workload)", rep.charts)
+	checkCharts(t, rep)
+	perSection := map[string]int{}
+	for _, c := range rep.charts {
+		perSection[c.section]++
+	}
+	// Time and allocations, time alone, none for the all-zero workload.
+	if want := map[string]int{"w1": 2, "w2": 1, "w4": 2}; !maps.Equal(perSection, want) {
+		t.Errorf("charts per section %v, want %v", perSection, want)
+	}
+	if got := rep.titles["w4"]; got != `Esc/<a&b>"'` {
+		t.Errorf("section w4 titled %q", got)
 	}
 	if !strings.Contains(rep.byID["w3"], "No chart: every figure is zero.") {
 		t.Errorf("the all-zero workload's section: %q", rep.byID["w3"])
@@ -327,9 +620,9 @@ func TestWriteHTML_Shapes(t *testing.T) {
 	if got, want := rep.byID["command"], `memkit bench --filter '<&>"'\'''`; got != want {
 		t.Errorf("command line %q, want %q", got, want)
 	}
-	texts := strings.Join(rep.svgTexts, "\n")
-	for _, want := range []string{`Esc/<a&b>"'`, `<i>&"'`, "a-rather-long-impl-name",
-		"time relative to memkit (log scale)", "time relative to the fastest (log scale)", "2G×", "1×", "12k×", "10k×", "100k×"} {
+	texts := rep.chartTexts()
+	for _, want := range []string{`<i>&"'`, "a-rather-long-impl-name",
+		"time per op, relative to memkit", "time per op, relative to the fastest", "× the fastest's ns/op (log scale)", "2G×", "1×", "12k×", "10k×", "100k×"} {
 		if !strings.Contains(texts, want) {
 			t.Errorf("chart texts lack %q:\n%s", want, texts)
 		}
@@ -395,13 +688,14 @@ func TestHTML_Chromium(t *testing.T) {
 	}
 	img, dom := renderInChromium(t, (&url.URL{Scheme: "file", Path: path}).String())
 
-	if n := len(regexp.MustCompile(`<svg[^>]*class="chart"`).FindAllString(dom, -1)); n != 2 {
-		t.Errorf("DOM has %d chart <svg> elements, want 2", n)
+	// Time and allocations (make and grpc allocate) for each workload.
+	if n := len(regexp.MustCompile(`<svg[^>]*class="chart"`).FindAllString(dom, -1)); n != 4 {
+		t.Errorf("DOM has %d chart <svg> elements, want 4", n)
 	}
 	if n := strings.Count(dom, "<rect") + strings.Count(dom, "<path"); n < 20 {
 		t.Errorf("DOM charts have %d shapes", n)
 	}
-	for _, want := range []string{"memkit bench report", "GOMAXPROCS: ", ">GetPut/size=4KiB</text>", "memkit bench --html "} {
+	for _, want := range []string{"memkit bench report", "GOMAXPROCS: ", "<h2>GetPut/size=4KiB</h2>", ">time per op, relative to memkit</text>", "memkit bench --html "} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("DOM lacks %q", want)
 		}
