@@ -93,7 +93,8 @@ type htmlPage struct {
 	Command   string
 	Env       env
 	Benches   int
-	Spread    bool // --count > 1: the charts and tables show min–max
+	Spread    bool    // --count > 1: the charts and tables show min–max
+	LabelSize float64 // the charts' text size where it is not set, in points
 	Workloads []htmlWorkload
 }
 
@@ -119,7 +120,7 @@ const retainedMetric = "retained-B"
 // writeHTML writes the report page of results, measured on e with the
 // command line cmd, to w.
 func writeHTML(w io.Writer, cmd string, e env, results []result) error {
-	page := htmlPage{Command: cmd, Env: e, Benches: len(results)}
+	page := htmlPage{Command: cmd, Env: e, Benches: len(results), LabelSize: labelSize.Points()}
 	sums := summarize(results)
 	index := map[string]int{} // workload name -> index in page.Workloads
 	var charts []*chartData
@@ -287,10 +288,10 @@ nav ul { columns: 3; padding-left: 1.2em; }
 section { margin: 2em 0; border-top: 1px solid #d8dbe0; padding-top: 1em; }
 .charts { display: flex; flex-wrap: wrap; gap: 0.5em 2em; overflow-x: auto; }
 svg.chart { flex: none; }
-svg.chart text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; }
+svg.chart text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; font-size: {{.LabelSize}}px; }
 table { border-collapse: collapse; margin-top: 0.6em; }
 th, td { padding: 0.2em 0.8em; text-align: right; border-bottom: 1px solid #eceef1; white-space: nowrap; }
-th:first-child, td:first-child, td.extra { text-align: left; }
+th:first-child, td:first-child, th:last-child, td.extra { text-align: left; }
 td.extra { white-space: normal; }
 tr.memkit td:first-child { font-weight: bold; color: #d94801; }
 tr.memkit-variant td:first-child { color: #c95f12; }

@@ -159,25 +159,36 @@ func (p *panel) svg(c *chartData, rotate bool) (template.HTML, error) {
 		return "", errors.New("vgsvg wrote no <svg> element")
 	}
 	label := template.HTMLEscapeString(c.name + ": " + p.label)
-	return template.HTML(`<svg class="chart" role="img" aria-label="` + label + `"` + compactSVG(svg[i+len("<svg"):])), nil
+	return template.HTML(`<svg class="chart" role="img" aria-label="` + label + `"` + compactSVG(svg[i+len("<svg"):], chartHeight)), nil
 }
 
-// Rewrites of vgsvg's output that do not change the picture: the font's
-// family and default variant on every text (the page's CSS sets the
-// family), the XLink namespace nothing uses, and coordinates past a tenth
-// of a point.
+// Rewrites of vgsvg's output that do not change the picture.
 var (
-	svgFontDescr = regexp.MustCompile(`\n\tstyle="font-family:[^;"]*;font-variant:normal;font-weight:normal;font-style:normal;`)
-	svgXLink     = regexp.MustCompile(`\n\txmlns:xlink="[^"]*"`)
-	svgCoords    = regexp.MustCompile(` (?:x|y|d)="[^"]*"`)
-	svgFraction  = regexp.MustCompile(`-?[0-9]+\.[0-9]+`)
+	svgFontDescr  = regexp.MustCompile(`\n\tstyle="font-family:[^;"]*;font-variant:normal;font-weight:normal;font-style:normal;`)
+	svgXLink      = regexp.MustCompile(`\n\txmlns:xlink="[^"]*"`)
+	svgBackground = regexp.MustCompile(`<path d="[^"]*" style="fill:#FFFFFF" />\n`)
+	svgRotated    = regexp.MustCompile(`<g transform="rotate\(([^)]*)\)">\n(<text [^>]*) transform="scale\(1, -1\)"([^>]*>[^<]*</text>\n)</g>\n`)
+	svgTextLine   = regexp.MustCompile(`^<text x="([^"]*)" y="([^"]*)" transform="(?:rotate\(([^)]*)\) )?scale\(1, -1\)"(.*)$`)
+	svgPath       = regexp.MustCompile(`^<path d="([^"]*)" (style="[^"]*") />$`)
+	svgPathCmd    = regexp.MustCompile(`([MLZ])([^MLZ]*)`)
+	svgFraction   = regexp.MustCompile(`-?[0-9]+\.[0-9]+`)
+	svgCoords     = regexp.MustCompile(` (?:x|y|d)="[^"]*"`)
 )
 
-// compactSVG is svg, as vgsvg writes it, in fewer bytes.
-func compactSVG(svg string) string {
+// compactSVG is svg, as vgsvg writes it, in fewer bytes: without the
+// font's family and variant on every text (the page's CSS sets the
+// family, and the size of the value and tick labels), the XLink namespace
+// nothing uses and the white background; with a rotated text's group
+// folded into its transform, runs of paths of one style merged into one
+// path, lines along an axis as H and V, and coordinates rounded to a
+// tenth of a point.
+func compactSVG(svg string, h vg.Length) string {
 	svg = svgFontDescr.ReplaceAllLiteralString(svg, ` style="`)
+	svg = strings.ReplaceAll(svg, ` style="font-size:`+strconv.FormatFloat(labelSize.Points(), 'g', -1, 64)+`px"`, "")
 	svg = svgXLink.ReplaceAllLiteralString(svg, "")
-	return svgCoords.ReplaceAllStringFunc(svg, func(attr string) string {
+	svg = svgBackground.ReplaceAllLiteralString(svg, "")
+	svg = svgRotated.ReplaceAllString(svg, `$2 transform="rotate($1) scale(1, -1)"$3`)
+	svg = svgCoords.ReplaceAllStringFunc(svg, func(attr string) string {
 		return svgFraction.ReplaceAllStringFunc(attr, func(num string) string {
 			v, err := strconv.ParseFloat(num, 64)
 			if err != nil {
@@ -190,6 +201,82 @@ func compactSVG(svg string) string {
 			return s
 		})
 	})
+	lines := strings.Split(svg, "\n")
+	out := lines[:0]
+	var texts []string
+	lastStyle := ""
+	for _, l := range lines {
+		if t, ok := unflipText(l, h); ok {
+			texts = append(texts, t)
+			continue
+		}
+		if l == "</svg>" { // the texts over the shapes, out of the flipped group
+			out = append(out, texts...)
+		}
+		m := svgPath.FindStringSubmatch(l)
+		if m == nil {
+			out, lastStyle = append(out, l), ""
+			continue
+		}
+		d := axisLines(m[1])
+		if m[2] == lastStyle {
+			prev := out[len(out)-1]
+			out[len(out)-1] = prev[:len(prev)-len(`" `+m[2]+` />`)] + d + `" ` + m[2] + ` />`
+			continue
+		}
+		out, lastStyle = append(out, `<path d="`+d+`" `+m[2]+` />`), m[2]
+	}
+	return strings.Join(out, "\n")
+}
+
+// unflipText rewrites a <text> line of vgsvg's, drawn in a group that
+// flips the canvas h points high upside down and flipped back on its own,
+// into one drawn outside the group: (x, y) flipped back is (x, y+h), and
+// a text rotated by a in the flipped group is rotated by -a.
+func unflipText(l string, h vg.Length) (string, bool) {
+	m := svgTextLine.FindStringSubmatch(l)
+	if m == nil {
+		return "", false
+	}
+	x, errX := strconv.ParseFloat(m[1], 64)
+	y, errY := strconv.ParseFloat(m[2], 64)
+	if errX != nil || errY != nil {
+		return "", false
+	}
+	num := func(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
+	if m[3] == "" {
+		return `<text x="` + m[1] + `" y="` + num(y+h.Points()) + `"` + m[4], true
+	}
+	a, err := strconv.ParseFloat(m[3], 64)
+	if err != nil {
+		return "", false
+	}
+	// (x, y) rotated by -a, then moved down by h; the text turns about it.
+	sin, cos := math.Sincos(-a * math.Pi / 180)
+	ax, ay := num(x*cos-y*sin), num(x*sin+y*cos+h.Points())
+	return `<text x="` + ax + `" y="` + ay + `" transform="rotate(` + num(-a) + ` ` + ax + ` ` + ay + `)"` + m[4], true
+}
+
+// axisLines rewrites a path's lines along an axis from L x,y to H x or
+// V y.
+func axisLines(d string) string {
+	var b strings.Builder
+	x, y := "", ""
+	for _, c := range svgPathCmd.FindAllStringSubmatch(d, -1) {
+		nx, ny, ok := strings.Cut(c[2], ",")
+		switch {
+		case c[1] == "L" && ok && ny == y:
+			b.WriteString("H" + nx)
+		case c[1] == "L" && ok && nx == x:
+			b.WriteString("V" + ny)
+		default:
+			b.WriteString(c[0])
+		}
+		if ok {
+			x, y = nx, ny
+		}
+	}
+	return b.String()
 }
 
 // baseLabel names what the workload's times are divided by.
@@ -254,11 +341,11 @@ func barPanel(title, yLabel string, impls []string, vals []float64, label func(f
 	}
 	p := newPanel(title, yLabel, r)
 	p.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-		ticks := plot.DefaultTicks{}.Ticks(lo/unit, hi/unit)
-		for i := range ticks {
-			ticks[i].Value *= unit
-			if ticks[i].Label != "" {
-				ticks[i].Label = tick(ticks[i].Value)
+		var ticks []plot.Tick // the labeled ones: minor ticks add nothing to a bar
+		for _, tk := range (plot.DefaultTicks{}).Ticks(lo/unit, hi/unit) {
+			if tk.Label != "" {
+				v := tk.Value * unit
+				ticks = append(ticks, plot.Tick{Value: v, Label: tick(v)})
 			}
 		}
 		return ticks
@@ -294,7 +381,7 @@ func newPanel(title, yLabel string, b *bars) *panel {
 type bars struct {
 	vals, lo, hi []float64 // lo and hi: nil for no whiskers
 	labels       []string
-	colors       []color.Color
+	colors       []color.RGBA
 	base         float64
 	log          bool
 }
@@ -372,7 +459,9 @@ func (b *bars) DataRange() (xmin, xmax, ymin, ymax float64) {
 	return -0.5, float64(len(b.vals)) - 0.5, ymin, ymax
 }
 
-// Plot implements plot.Plotter.
+// Plot implements plot.Plotter. It draws the bars a color at a time, then
+// the whiskers, then the labels, so that the SVG holds a path per color
+// and one of whiskers.
 func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	base := trY(b.y(b.base))
@@ -380,33 +469,50 @@ func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
 		ref := draw.LineStyle{Color: color.Gray{0x70}, Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(3), vg.Points(2)}}
 		c.StrokeLine2(ref, c.Min.X, base, c.Max.X, base)
 	}
-	whisker := draw.LineStyle{Color: color.Gray{0x30}, Width: vg.Points(1)}
-	e := labelFace.Extents()
+	half := barW / 2
+	type span struct{ y0, y1 vg.Length } // a bar's, then with its whisker
+	bar := make([]span, len(b.vals))
 	for i, v := range b.vals {
 		if b.log && v <= 0 {
 			continue
 		}
-		x, half := trX(float64(i)), barW/2
 		y0, y1 := min(base, trY(b.y(v))), max(base, trY(b.y(v)))
 		if b.log && y1-y0 < 3 { // about 1: a band on the reference line, to show the color
 			y0, y1 = base-1.5, base+1.5
 		}
-		if y1 > y0 {
-			c.FillPolygon(b.colors[i], c.ClipPolygonY([]vg.Point{{X: x - half, Y: y0}, {X: x + half, Y: y0}, {X: x + half, Y: y1}, {X: x - half, Y: y1}}))
+		bar[i] = span{y0, y1}
+	}
+	for _, class := range []string{"memkit", "memkit-variant", "other"} {
+		col := implColors[class]
+		for i := range b.vals {
+			if b.colors[i] == col && bar[i].y1 > bar[i].y0 {
+				x := trX(float64(i))
+				c.FillPolygon(col, c.ClipPolygonY([]vg.Point{{X: x - half, Y: bar[i].y0}, {X: x + half, Y: bar[i].y0}, {X: x + half, Y: bar[i].y1}, {X: x - half, Y: bar[i].y1}}))
+			}
 		}
-		if b.lo != nil && b.hi[i] > b.lo[i]*1.0001 {
+	}
+	whisker := draw.LineStyle{Color: color.Gray{0x30}, Width: vg.Points(1)}
+	for i, v := range b.vals {
+		if b.lo != nil && !(b.log && v <= 0) && b.hi[i] > b.lo[i]*1.0001 {
+			x := trX(float64(i))
 			lo, hi := trY(b.y(b.lo[i])), trY(b.y(b.hi[i]))
 			c.StrokeLine2(whisker, x, lo, x, hi)
 			c.StrokeLine2(whisker, x-half/2, lo, x+half/2, lo)
 			c.StrokeLine2(whisker, x-half/2, hi, x+half/2, hi)
-			y0, y1 = min(y0, lo-0.5), max(y1, hi+0.5)
+			bar[i] = span{min(bar[i].y0, lo-0.5), max(bar[i].y1, hi+0.5)}
 		}
-		baseline := y1 + labelGap + e.Descent
+	}
+	e := labelFace.Extents()
+	c.SetColor(color.Black)
+	for i, v := range b.vals {
+		if b.log && v <= 0 {
+			continue
+		}
+		baseline := bar[i].y1 + labelGap + e.Descent
 		if _, _, below := b.extent(i); below {
-			baseline = y0 - labelGap - e.Ascent
+			baseline = bar[i].y0 - labelGap - e.Ascent
 		}
-		c.SetColor(color.Black)
-		c.FillString(labelFace, vg.Point{X: x - labelFace.Width(b.labels[i])/2, Y: baseline}, b.labels[i])
+		c.FillString(labelFace, vg.Point{X: trX(float64(i)) - labelFace.Width(b.labels[i])/2, Y: baseline}, b.labels[i])
 	}
 }
 
