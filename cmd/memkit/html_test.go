@@ -33,6 +33,9 @@ type report struct {
 	byID   map[string]string // the text of each element with an id
 	rows   map[string]int    // <tr> rows in each section's table, by section id
 	titles map[string]string // each section's <h2>, by section id
+	// pageWidth is the width of the page's content at most, in CSS px,
+	// the body's max-width.
+	pageWidth float64
 }
 
 // chart is one <svg class="chart"> panel as drawn: its size, its texts
@@ -84,6 +87,8 @@ var (
 	svgNumber      = regexp.MustCompile(`-?[0-9.]+(?:e-?[0-9]+)?`)
 	svgPathCmds    = regexp.MustCompile(`([MLHVZ])([^MLHVZ]*)`)
 	svgTextSize    = regexp.MustCompile(`svg\.chart text \{[^}]*font-size: ([0-9.]+)px`)
+	cssChart       = regexp.MustCompile(`svg\.chart \{[^}]*\}`)
+	cssBodyWidth   = regexp.MustCompile(`body \{[^}]*max-width: ([0-9]+)px`)
 	svgStyleProp   = regexp.MustCompile(`([a-z-]+):([^;]*)`)
 )
 
@@ -261,6 +266,17 @@ func parseReport(t *testing.T, page string) report {
 	if m := svgTextSize.FindStringSubmatch(page); m != nil {
 		defaultSize = numbers(t, m[1])[0]
 	}
+	// A chart is drawn at its size: no CSS scales it to the page.
+	for _, rule := range cssChart.FindAllString(page, -1) {
+		if strings.Contains(rule, "width") || strings.Contains(rule, "height") {
+			t.Errorf("CSS %q sizes the charts", rule)
+		}
+	}
+	if m := cssBodyWidth.FindStringSubmatch(page); m != nil {
+		rep.pageWidth = numbers(t, m[1])[0]
+	} else {
+		t.Errorf("no max-width on the page's body")
+	}
 	d := xml.NewDecoder(strings.NewReader(page))
 	type open struct {
 		name string
@@ -377,8 +393,8 @@ func (rep report) chartTexts() string {
 }
 
 // checkCharts checks what makes the charts readable at 100% zoom: each
-// drawn at its size (its width in CSS pixels within the page's 1180, so
-// that the page never scales it down), every text at least 11 CSS px,
+// drawn at its size (parseReport checks that no CSS sizes it) and as wide
+// as the page's content at most, every text at least 11 CSS px,
 // every panel's value axis labeled with its unit, and no text overlapping
 // another or any bar, whisker, axis or tick mark (the faint grid lines
 // and the white background aside).
@@ -387,8 +403,8 @@ func checkCharts(t *testing.T, rep report) {
 	units := []string{"allocs/op", "bytes"}
 	for i, c := range rep.charts {
 		name := fmt.Sprintf("chart %d (section %s)", i+1, c.section)
-		if px := c.width * pxPerPt; px > 1180 {
-			t.Errorf("%s is %.0f px wide; the page holds 1180", name, px)
+		if px := c.width * pxPerPt; px > rep.pageWidth {
+			t.Errorf("%s is %.0f px wide; the page holds %.0f", name, px, rep.pageWidth)
 		}
 		scale := c.width / c.viewBoxWidth * pxPerPt // CSS px per user unit
 		labeled := 0
