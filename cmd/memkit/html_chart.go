@@ -89,7 +89,23 @@ var labelFace = font.DefaultCache.Lookup(font.From(chartFont, labelSize), labelS
 // workloadCharts draws one workload's panels, each an <svg> element, or
 // none when every panel would be all zeros.
 func workloadCharts(c *chartData) ([]template.HTML, error) {
-	var panels []*panel
+	panels, rotate := workloadPanels(c)
+	var out []template.HTML
+	for _, p := range panels {
+		svg, err := p.svg(c, rotate)
+		if err != nil {
+			return nil, err
+		}
+		label := template.HTMLEscapeString(c.name + ": " + p.label)
+		out = append(out, template.HTML(`<svg class="chart" role="img" aria-label="`+label+`"`+compactSVG(svg, chartHeight)))
+	}
+	return out, nil
+}
+
+// workloadPanels is the panels of c that have a non-zero figure, and
+// whether their impl names turn 35°, which they do when the longest would
+// not fit under its bar.
+func workloadPanels(c *chartData) (panels []*panel, rotate bool) {
 	if slices.ContainsFunc(c.ns, func(v float64) bool { return v > 0 }) {
 		panels = append(panels, ratioPanel(c))
 	}
@@ -106,17 +122,8 @@ func workloadCharts(c *chartData) ([]template.HTML, error) {
 		b := func(v float64) string { return memkit.FormatBytes(uint64(max(v, 0))) }
 		panels = append(panels, barPanel("retained after the burst", "bytes", c.impls, c.retained, b, binaryUnit(slices.Max(c.retained)), b))
 	}
-	// Tick labels turn 35° when the longest would not fit under its bar.
-	rotate := slices.ContainsFunc(c.impls, func(im string) bool { return textStyle(labelSize).Width(im) > perBar-4 })
-	var out []template.HTML
-	for _, p := range panels {
-		svg, err := p.svg(c, rotate)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, svg)
-	}
-	return out, nil
+	rotate = slices.ContainsFunc(c.impls, func(im string) bool { return textStyle(labelSize).Width(im) > perBar-4 })
+	return panels, rotate
 }
 
 // panel is one chart: a plot whose bars leave room for their labels.
@@ -126,8 +133,9 @@ type panel struct {
 	label string // what the panel shows, for screen readers
 }
 
-// svg draws p as an <svg class="chart"> element of c's workload.
-func (p *panel) svg(c *chartData, rotate bool) (template.HTML, error) {
+// svg draws p as a panel of c's workload: the <svg> element as vgsvg
+// writes it, but for its first 4 bytes, "<svg".
+func (p *panel) svg(c *chartData, rotate bool) (string, error) {
 	n := len(c.impls)
 	p.NominalX(c.impls...)
 	p.X.Min, p.X.Max = -0.5, float64(n)-0.5
@@ -152,14 +160,13 @@ func (p *panel) svg(c *chartData, rotate bool) (template.HTML, error) {
 		return "", err
 	}
 	// Inline, the element starts at <svg: drop the XML declaration and
-	// comment before it, and label it for screen readers.
+	// comment before it.
 	svg := b.String()
 	i := strings.Index(svg, "<svg")
 	if i < 0 {
 		return "", errors.New("vgsvg wrote no <svg> element")
 	}
-	label := template.HTMLEscapeString(c.name + ": " + p.label)
-	return template.HTML(`<svg class="chart" role="img" aria-label="` + label + `"` + compactSVG(svg[i+len("<svg"):], chartHeight)), nil
+	return svg[i+len("<svg"):], nil
 }
 
 // Rewrites of vgsvg's output that do not change the picture.
@@ -205,8 +212,15 @@ func compactSVG(svg string, h vg.Length) string {
 	out := lines[:0]
 	var texts []string
 	lastStyle := ""
+	depth := 0 // of <g> elements: 1 in the flipped group alone
 	for _, l := range lines {
-		if t, ok := unflipText(l, h); ok {
+		switch {
+		case strings.HasPrefix(l, "<g "):
+			depth++
+		case l == "</g>":
+			depth--
+		}
+		if t, ok := unflipText(l, h); ok && depth == 1 {
 			texts = append(texts, t)
 			continue
 		}

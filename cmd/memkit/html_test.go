@@ -241,7 +241,8 @@ func overlap(a, b []point) bool {
 // xmlNamespaces are the only URLs a report may hold: SVG's namespace
 // names, which are never fetched.
 var xmlNamespaces = map[string]bool{
-	"http://www.w3.org/2000/svg": true,
+	"http://www.w3.org/2000/svg":   true,
+	"http://www.w3.org/1999/xlink": true, // in vgsvg's output, which TestCompactSVG_SamePicture reads
 }
 
 // parseReport checks that page is well-formed XML that loads nothing from
@@ -863,4 +864,95 @@ func TestWriteHTML_FullRun(t *testing.T) {
 	if b.Len() > 40_000 {
 		t.Errorf("the report of %d benches is %d bytes; the README says some 30 KB for a few workloads", len(sel), b.Len())
 	}
+}
+
+// TestCompactSVG_SamePicture checks that compactSVG changes the bytes of a
+// panel, not its picture: the same texts at the same places (within the
+// tenth of a point it rounds to) and the same shapes but the white
+// background.
+func TestCompactSVG_SamePicture(t *testing.T) {
+	impls := []string{"memkit", "memkit-cache", "make", "syncpool", "a-rather-long-impl-name", "x"}
+	c := &chartData{
+		name:     "Burst/size=64KiB",
+		impls:    impls,
+		ns:       []float64{40, 30, 4000, 60, 80, 0.5},
+		lo:       []float64{38, 20, 3000, 60, 70, 0.4},
+		hi:       []float64{45, 33, 9000, 60, 90, 0.6},
+		allocs:   []float64{0, 0, 1, 0.25, 2000, 0},
+		retained: []float64{1 << 20, 0, 512 << 20, 64 << 10, 3 << 30, 0},
+	}
+	panels, rotate := workloadPanels(c)
+	if len(panels) != 3 || !rotate {
+		t.Fatalf("%d panels, rotate %v; want 3 with turned labels", len(panels), rotate)
+	}
+	const css = `<style>body { max-width: 1180px; } svg.chart text { font-size: 9px; }</style>`
+	page := func(svg string) string {
+		return `<html><head>` + css + `</head><body><section id="s"><svg class="chart"` + svg + `</section></body></html>`
+	}
+	for _, p := range panels {
+		raw, err := p.svg(c, rotate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compacted := compactSVG(raw, chartHeight)
+		t.Logf("%s: %d bytes, %d compacted", p.label, len(raw), len(compacted))
+		a, b := parseReport(t, page(raw)).charts[0], parseReport(t, page(compacted)).charts[0]
+		if a.width != b.width || a.height != b.height || a.viewBoxWidth != b.viewBoxWidth {
+			t.Errorf("%s: size %vx%v (%v) compacted to %vx%v (%v)", p.label, a.width, a.height, a.viewBoxWidth, b.width, b.height, b.viewBoxWidth)
+		}
+		texts := func(c *chart) []string {
+			var s []string
+			for _, tx := range c.texts {
+				s = append(s, fmt.Sprintf("%s %.0f %s", tx.s, tx.size, polyKey(tx.box)))
+			}
+			slices.Sort(s)
+			return s
+		}
+		shapes := func(c *chart) []string {
+			var s []string
+			for _, sh := range c.shapes {
+				for _, poly := range sh.polys {
+					if sh.color != "#FFFFFF" {
+						s = append(s, sh.color+" "+polyKey(poly))
+					}
+				}
+			}
+			slices.Sort(s)
+			return s
+		}
+		for _, cmp := range []struct {
+			what string
+			a, b []string
+		}{{"texts", texts(a), texts(b)}, {"shapes", shapes(a), shapes(b)}} {
+			if len(cmp.a) == 0 || !slices.EqualFunc(cmp.a, cmp.b, nearKeys) {
+				t.Errorf("%s: %s\n%s\ncompacted to\n%s", p.label, cmp.what, strings.Join(cmp.a, "\n"), strings.Join(cmp.b, "\n"))
+			}
+		}
+	}
+}
+
+// polyKey prints a polygon's points to a tenth of a point.
+func polyKey(poly []point) string {
+	var b strings.Builder
+	for _, p := range poly {
+		fmt.Fprintf(&b, " %.1f,%.1f", p.x, p.y)
+	}
+	return b.String()
+}
+
+// nearKeys reports whether two polyKey lines say the same but for numbers
+// that differ by at most 0.15 (a rounding to 0.1 on each side).
+func nearKeys(a, b string) bool {
+	na, nb := svgNumber.FindAllStringIndex(a, -1), svgNumber.FindAllStringIndex(b, -1)
+	if len(na) != len(nb) || svgNumber.ReplaceAllString(a, "#") != svgNumber.ReplaceAllString(b, "#") {
+		return false
+	}
+	for i := range na {
+		x, _ := strconv.ParseFloat(a[na[i][0]:na[i][1]], 64)
+		y, _ := strconv.ParseFloat(b[nb[i][0]:nb[i][1]], 64)
+		if math.Abs(x-y) > 0.15 {
+			return false
+		}
+	}
+	return true
 }
