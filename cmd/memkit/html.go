@@ -20,11 +20,12 @@ import (
 
 // This file is memkit bench --html: a report page that needs nothing but
 // itself to be viewed, small enough to attach to an issue. Each workload
-// gets a section with its chart (html_chart.go) and a table of its
-// figures; the page also holds the machine description and the command
-// line. Plot measures text in Liberation Sans; the page asks for it and
-// falls back to Arial or Helvetica, which have the same metrics, rather
-// than embed half a megabyte of font.
+// gets a section with its charts (html_chart.go), laid out in a wrapping
+// row and never scaled, and a table of its figures, each with its unit;
+// the page also holds the machine description and the command line. Plot
+// measures text in Liberation Sans; the page asks for it and falls back
+// to Arial or Helvetica, which have the same metrics, rather than embed
+// half a megabyte of font.
 
 // checkHTMLPath fails when the report could not be written to path, before
 // a long run finds out: path must not be a directory, and either be a file
