@@ -547,13 +547,17 @@ func formatRatio(v float64) string {
 }
 
 // ratioTicks labels a log ratio axis at 1, 2 and 5 times powers of ten
-// over up to three decades, and beyond at every k-th power of ten alone,
-// at most eight of them.
+// over up to three decades (also at 1.5, 3 and 7 over less than one, where
+// 1, 2 and 5 could leave one label), and beyond at every k-th power of
+// ten alone, at most eight of them.
 func ratioTicks(lo, hi float64) []plot.Tick {
 	first, last := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
 	mults, step := []float64{1, 2, 5}, 1.0
-	if last-first > 3 {
+	switch {
+	case last-first > 3:
 		mults, step = []float64{1}, math.Ceil((last-first+1)/8)
+	case hi/lo < 10:
+		mults = []float64{1, 1.5, 2, 3, 5, 7}
 	}
 	var ticks []plot.Tick
 	for e := first; e <= last; e += step {

@@ -956,3 +956,22 @@ func nearKeys(a, b string) bool {
 	}
 	return true
 }
+
+func TestRatioTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   string
+	}{
+		{0.5, 3, "0.5× 0.7× 1× 1.5× 2× 3×"}, // under a decade: more than 0.5, 1 and 2
+		{0.8, 40, "1× 2× 5× 10× 20×"},
+		{1e-3, 1e6, "0.001× 0.1× 10× 1k× 100k×"}, // nine decades: every other one
+	} {
+		var got []string
+		for _, tk := range ratioTicks(tc.lo, tc.hi) {
+			got = append(got, tk.Label)
+		}
+		if s := strings.Join(got, " "); s != tc.want {
+			t.Errorf("ratioTicks(%v, %v) = %s; want %s", tc.lo, tc.hi, s, tc.want)
+		}
+	}
+}
