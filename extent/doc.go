@@ -113,8 +113,6 @@
 // function when the bytes reserved cross a threshold, up and down, for
 // load shedding; it is evaluated only when a block is reserved or given
 // back, so Malloc and Free served from the free ranges pay nothing for it.
-// (WithMaxTotal and ErrNoSpace are the deprecated old names of WithBudget
-// and ErrBudget.)
 //
 // # Misuse
 //
