@@ -162,7 +162,7 @@
 //
 // Built with -tags memkitdebug, the allocator also records every
 // allocation and reports each misuse it finds by panicking with a
-// *checked.Misuse (its Error names the allocator, the operation and the
+// *memkit.Misuse (its Error names the allocator, the operation and the
 // mistake, then the stack that allocated the memory and, for memory freed
 // before, the stack that freed it):
 //
