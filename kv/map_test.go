@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -327,5 +328,34 @@ func TestMap_CloseUnmapsEverything(t *testing.T) {
 	}
 	if rssAfter, ok := memtest.RSS(); ok && rssOK && rssDuring-rssAfter < n*size/2 {
 		t.Fatalf("RSS %d with the Map, %d after Close: it did not drop by the data", rssDuring, rssAfter)
+	}
+}
+
+// The Map's entries and index are not on the Go heap: storing 100 times as
+// many entries adds no Go heap objects beyond a few per segment, so a GC
+// cycle's work does not depend on the entry count.
+func TestMap_GoHeapIndependentOfEntries(t *testing.T) {
+	if !offheap.Mapped {
+		t.Skip("no mmap here: the Map lives in the Go heap")
+	}
+	heapWith := func(n int) (uint64, uint64) {
+		m := mustNew(t)
+		for i := range n {
+			if err := m.Set(fmt.Appendf(nil, "k%d", i), val(i, 500)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		runtime.KeepAlive(m)
+		return ms.HeapAlloc, ms.HeapObjects
+	}
+	small, smallObjs := heapWith(1000)
+	large, largeObjs := heapWith(100000) // 50 MB of values
+	t.Logf("Go heap: %d bytes, %d objects with 1,000 entries; %d bytes, %d objects with 100,000 more", small, smallObjs, large, largeObjs)
+	if large > small+1<<20 || largeObjs > smallObjs+2000 {
+		t.Fatalf("Go heap with 1,000 entries %d bytes (%d objects), with 100,000 %d bytes (%d objects)",
+			small, smallObjs, large, largeObjs)
 	}
 }
