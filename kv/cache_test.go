@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/race"
 	"github.com/memkit/memkit/kv"
 )
 
@@ -52,8 +54,8 @@ func hitRatio(trace []uint64, get func(k []byte) bool, set func(k, v []byte)) fl
 // A cache-mode Map on the skewed trace: its hit ratio (logged; compared
 // with fastcache's in the CHANGELOG) must beat a floor well under it.
 func TestMap_EvictionHitRatio(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 2-million-request trace")
+	if testing.Short() || race.Enabled || checked.Enabled {
+		t.Skip("a 2-million-request trace: a measurement, run in the release build")
 	}
 	m := mustNew(t, kv.WithBudget(traceBudget), kv.WithEviction())
 	dst := make([]byte, 0, 1100)

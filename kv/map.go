@@ -37,8 +37,8 @@ const MaxValueLen = 1 << 30
 //     so a key is compared only when they match), and for Get a copy of v
 //     appended to dst. No allocation.
 //   - [Map.Set]: a hash, a write lock, a probe, and a copy of k and v to the
-//     end of the shard's current segment; an overwrite with a value of the
-//     same rounded size is done in place. No allocation once the shard has
+//     end of the shard's current segment; an overwrite whose entry fits in
+//     the old one's place is done there (the rest becomes dead). No allocation once the shard has
 //     its segments and index; a new segment is one mmap per 256 KiB of
 //     entries, an index growth one mmap and a rehash of the shard.
 //   - [Map.Delete]: a probe, a backward-shift removal from the index (no

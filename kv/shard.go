@@ -201,14 +201,7 @@ func (s *shard) set(h uint64, key, value []byte) error {
 	span := spanOf(len(key), len(value))
 	i, v := s.find(h, key)
 	if v != 0 {
-		mem, off := s.entry(v)
-		hdr := header(mem, off)
-		if hdrSpan(hdr) == span && span <= s.m.segSize/2 {
-			// The same rounded size: overwrite in place.
-			copy(mem[off+hdrSize+len(key):], value)
-			setHeader(mem, off, hdr&^0xFFFFFFFF|uint64(len(value)))
-			s.stores++
-			s.frees++
+		if s.overwrite(v, span, key, value) {
 			return nil
 		}
 	} else if s.tab == nil || uint64(s.count.Load()+1) > (s.mask+1)/16*13 {
@@ -241,6 +234,32 @@ func (s *shard) set(h uint64, key, value []byte) error {
 		s.count.Add(1)
 	}
 	return nil
+}
+
+// overwrite stores value in place of the entry of slot v, key's, if the
+// new entry (of span bytes) fits in the old one's, and reports whether it
+// did. The bytes left over become a dead filler entry, for compaction.
+func (s *shard) overwrite(v uint64, span int, key, value []byte) bool {
+	num := uint32(v >> offBits & (1<<segBits - 1))
+	c := &s.segs[num]
+	mem, off := s.entry(v)
+	hdr := header(mem, off)
+	old := hdrSpan(hdr)
+	if span > old || c.large {
+		return false
+	}
+	copy(mem[off+hdrSize+len(key):], value)
+	setHeader(mem, off, uint64(len(value))|uint64(len(key))<<32) // and not read since
+	if gap := old - span; gap > 0 {
+		setHeader(mem, off+span, deadFlag|uint64(gap-hdrSize))
+		c.dead += gap
+		s.dead += gap
+		s.live -= gap
+	}
+	s.stores++
+	s.frees++
+	s.maybeCompact()
+	return true
 }
 
 // makeRoom grows the index so that it can take one more entry, or, when
