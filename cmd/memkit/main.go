@@ -130,6 +130,8 @@ func run(stdout, stderr io.Writer, args []string) error {
 		return runHeap(stdout, stderr, args)
 	case heapChildCmd: // hidden: one store's process of memkit heap
 		return runHeapChild(stdout, args)
+	case kvServeCmd: // hidden: one service's process of memkit demo
+		return runKVServe(stdout, args)
 	case "version":
 		if len(args) > 0 {
 			return usagef("version takes no arguments")

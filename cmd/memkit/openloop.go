@@ -97,10 +97,10 @@ func rateShortfall(who string, achieved float64, target int, missed uint64) stri
 // binary's TestMain runs the command line as memkit's main would.
 const childEnv = "MEMKIT_CHILD"
 
-// runChild runs this executable again with args (a hidden command) and env
-// added to the environment, with GOGC and GOMEMLIMIT taken only from env,
-// and returns its standard output. Its standard error goes to stderr.
-func runChild(stderr io.Writer, env []string, args ...string) ([]byte, error) {
+// childCommand is the command that re-runs this executable with args (a
+// hidden command) and env added to the environment, GOGC and GOMEMLIMIT
+// taken only from env.
+func childCommand(env []string, args ...string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -112,6 +112,16 @@ func runChild(stderr io.Writer, env []string, args ...string) ([]byte, error) {
 		}
 	}
 	cmd.Env = append(append(cmd.Env, childEnv+"=1"), env...)
+	return cmd, nil
+}
+
+// runChild runs childCommand(env, args...) to its end and returns its
+// standard output. Its standard error goes to stderr.
+func runChild(stderr io.Writer, env []string, args ...string) ([]byte, error) {
+	cmd, err := childCommand(env, args...)
+	if err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, stderr
 	if err := cmd.Run(); err != nil {
