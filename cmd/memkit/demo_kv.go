@@ -277,54 +277,19 @@ func kvControl(addr, path string, body []byte) ([]byte, error) {
 	return b, err
 }
 
-// kvLoad is loadResult with the key-value demo's misses.
-type kvLoad struct {
-	loadResult
-	misses uint64
-}
-
 // kvDrive sends 90% GET and 10% PUT to addr for d at cfg.rate over
 // cfg.conns connections, open loop. Connection c overwrites only keys c,
 // c+conns, ..., advancing their generations in gens, so it knows what each
 // of its GETs of those must return; a GET of any other key must return a
 // well-formed value of that key.
-func kvDrive(addr string, cfg *kvDemoConfig, d time.Duration, gens []uint32) *kvLoad {
-	per := make([]kvLoad, cfg.conns)
-	var wg sync.WaitGroup
-	start := time.Now()
-	interval := time.Duration(float64(time.Second) * float64(cfg.conns) / float64(cfg.rate))
-	for c := range per {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &per[c]
-			sched := newSchedule(realClock{}, start.Add(interval*time.Duration(c)/time.Duration(cfg.conns)), interval, start.Add(d), d)
-			r.firstErr = kvConn(addr, sched, c, cfg, gens, r)
-			r.missed = sched.missed
-			if r.firstErr != nil {
-				r.errors++
-			}
-		}()
-	}
-	wg.Wait()
-	total := &kvLoad{loadResult: loadResult{elapsed: time.Since(start)}}
-	for i := range per {
-		r := &per[i]
-		total.requests += r.requests
-		total.mismatches += r.mismatches
-		total.misses += r.misses
-		total.errors += r.errors
-		total.missed += r.missed
-		if total.firstErr == nil {
-			total.firstErr = r.firstErr
-		}
-		total.lat.merge(&r.lat)
-	}
-	return total
+func kvDrive(addr string, cfg *kvDemoConfig, d time.Duration, gens []uint32) *loadResult {
+	return openLoop(cfg.rate, cfg.conns, d, func(c int, sched *schedule, r *loadResult) error {
+		return kvConn(addr, sched, c, cfg, gens, r)
+	})
 }
 
 // kvConn is one connection's loop of kvDrive.
-func kvConn(addr string, sched *schedule, c int, cfg *kvDemoConfig, gens []uint32, r *kvLoad) error {
+func kvConn(addr string, sched *schedule, c int, cfg *kvDemoConfig, gens []uint32, r *loadResult) error {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err

@@ -85,6 +85,7 @@ type loadResult struct {
 	requests   uint64
 	mismatches uint64 // responses that differ from the expected bytes
 	errors     uint64
+	misses     uint64 // the key-value demo's GETs answered 404
 	missed     uint64 // requests due in the run and never sent (the sender gave up)
 	firstErr   error
 	elapsed    time.Duration
@@ -92,40 +93,46 @@ type loadResult struct {
 }
 
 // drive sends requests to addr at rate requests per second, spread over
-// conns keep-alive connections, open loop: each connection has its own
-// timetable (schedule), and each latency is measured from the request's due
-// time, so a service that falls behind shows it in its percentiles and in
-// the rate it reached instead of slowing the sender down. It sends what is
-// due for d, or until limit requests have been answered (0: no limit);
-// requests still unsent d after the end are counted in missed. Request i
-// on a connection is reqs[i%len(reqs)] and its response body must equal
+// conns keep-alive connections, open loop (see openLoop), for d or until
+// limit requests have been answered (0: no limit). Request i on a
+// connection is reqs[i%len(reqs)] and its response body must equal
 // want[i%len(want)].
 func drive(addr string, rate, conns int, d time.Duration, limit int, reqs, want [][]byte) *loadResult {
-	per := make([]*loadResult, conns)
+	return openLoop(rate, conns, d, func(c int, sched *schedule, r *loadResult) error {
+		// Connection c sends its share of limit: limit/conns, and one
+		// more for the first limit%conns connections.
+		share := 0
+		if limit > 0 {
+			share = limit / conns
+			if c < limit%conns {
+				share++
+			}
+			if share == 0 {
+				return nil
+			}
+		}
+		return runConn(addr, sched, share, c, reqs, want, r)
+	})
+}
+
+// openLoop runs conn for each of conns senders at rate operations per
+// second in all, each on its own timetable (schedule) staggered across one
+// interval, and adds up what they saw. Each latency is measured from the
+// operation's due time, so a service that falls behind shows it in its
+// percentiles and in the rate it reached instead of slowing the senders
+// down. Operations still unsent d after the end are counted in missed.
+func openLoop(rate, conns int, d time.Duration, conn func(c int, sched *schedule, r *loadResult) error) *loadResult {
+	per := make([]loadResult, conns)
 	var wg sync.WaitGroup
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) * float64(conns) / float64(rate))
-	for c := range conns {
-		r := new(loadResult)
-		per[c] = r
+	for c := range per {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Connection c sends its share of limit: limit/conns, and one
-			// more for the first limit%conns connections.
-			share := 0
-			if limit > 0 {
-				share = limit / conns
-				if c < limit%conns {
-					share++
-				}
-				if share == 0 {
-					return
-				}
-			}
-			// Stagger the connections across one interval.
+			r := &per[c]
 			sched := newSchedule(realClock{}, start.Add(interval*time.Duration(c)/time.Duration(conns)), interval, start.Add(d), d)
-			r.firstErr = runConn(addr, sched, share, c, reqs, want, r)
+			r.firstErr = conn(c, sched, r)
 			r.missed = sched.missed
 			if r.firstErr != nil {
 				r.errors++
@@ -134,9 +141,11 @@ func drive(addr string, rate, conns int, d time.Duration, limit int, reqs, want 
 	}
 	wg.Wait()
 	total := &loadResult{elapsed: time.Since(start)}
-	for _, r := range per {
+	for i := range per {
+		r := &per[i]
 		total.requests += r.requests
 		total.mismatches += r.mismatches
+		total.misses += r.misses
 		total.errors += r.errors
 		total.missed += r.missed
 		if total.firstErr == nil {
