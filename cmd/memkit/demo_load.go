@@ -98,7 +98,7 @@ type loadResult struct {
 // connection is reqs[i%len(reqs)] and its response body must equal
 // want[i%len(want)].
 func drive(addr string, rate, conns int, d time.Duration, limit int, reqs, want [][]byte) *loadResult {
-	return openLoop(rate, conns, d, func(c int, sched *schedule, r *loadResult) error {
+	return openLoop(realClock{}, rate, conns, d, func(c int, sched *schedule, r *loadResult) error {
 		// Connection c sends its share of limit: limit/conns, and one
 		// more for the first limit%conns connections.
 		share := 0
@@ -116,12 +116,12 @@ func drive(addr string, rate, conns int, d time.Duration, limit int, reqs, want 
 }
 
 // openLoop runs conn for each of conns senders at rate operations per
-// second in all, each on its own timetable (schedule) staggered across one
+// second in all, each on its own timetable (schedule) kept with clk, staggered across one
 // interval, and adds up what they saw. Each latency is measured from the
 // operation's due time, so a service that falls behind shows it in its
 // percentiles and in the rate it reached instead of slowing the senders
 // down. Operations still unsent d after the end are counted in missed.
-func openLoop(rate, conns int, d time.Duration, conn func(c int, sched *schedule, r *loadResult) error) *loadResult {
+func openLoop(clk clock, rate, conns int, d time.Duration, conn func(c int, sched *schedule, r *loadResult) error) *loadResult {
 	per := make([]loadResult, conns)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -131,7 +131,7 @@ func openLoop(rate, conns int, d time.Duration, conn func(c int, sched *schedule
 		go func() {
 			defer wg.Done()
 			r := &per[c]
-			sched := newSchedule(realClock{}, start.Add(interval*time.Duration(c)/time.Duration(conns)), interval, start.Add(d), d)
+			sched := newSchedule(clk, start.Add(interval*time.Duration(c)/time.Duration(conns)), interval, start.Add(d), d)
 			r.firstErr = conn(c, sched, r)
 			r.missed = sched.missed
 			if r.firstErr != nil {

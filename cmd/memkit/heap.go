@@ -299,9 +299,9 @@ type heapRequest struct {
 }
 
 type heapField struct {
-	name string
-	next *heapField
-	val  [16]byte
+	name  string
+	next  *heapField
+	value []byte
 }
 
 const heapInFlight = 64
@@ -317,9 +317,9 @@ func (hw *heapWorker) run(s kvStore, c *heapConfig, w int, gens []uint32) {
 		if !ok {
 			return
 		}
-		req := &heapRequest{body: make([]byte, c.garbage/2)}
+		req := &heapRequest{body: make([]byte, max(c.garbage-8*64, 64))}
 		for i := range req.fields {
-			req.fields[i] = &heapField{name: "field", next: req.fields[max(i-1, 0)]}
+			req.fields[i] = &heapField{name: "field", next: req.fields[max(i-1, 0)], value: req.body[i*8 : i*8+8]}
 		}
 		inFlight[n%heapInFlight] = req
 		r := rng.Uint64()
@@ -408,7 +408,9 @@ func printHeap(w io.Writer, cfg *heapConfig, results []heapResult) {
 	}
 	fmt.Fprint(w, `CPU per op is the process's getrusage time over the measured run (the
 senders' included) per operation; forced GC CPU is getrusage around one
-runtime.GC (median of 3). Latency is from each operation's due time.
+runtime.GC (median of 3). Latency is from each operation's due time; the
+senders sleep on Go timers, which wake up to ~1ms late, in every store's
+latencies alike (a nanosleep per operation would cost more CPU than a Get).
 `)
 	printHeapTargets(w, results)
 }
