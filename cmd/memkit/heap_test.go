@@ -165,3 +165,27 @@ func TestHeap_Small(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintHeapTargets checks the targets of a run of one setting: a
+// GOMEMLIMIT-only run still prints its CPU ratio to the map and its RSS.
+func TestPrintHeapTargets(t *testing.T) {
+	rs := []heapResult{
+		{Store: "idmap", Setting: "memlimit", CPUPerOp: 8, DataBytes: 1 << 30, RSS: 3 << 29},
+		{Store: "memkit", Setting: "memlimit", CPUPerOp: 3, DataBytes: 1 << 30, RSS: 1 << 30, ForcedGCEmpty: 2, ForcedGCFull: 5},
+	}
+	var b bytes.Buffer
+	printHeapTargets(&b, rs)
+	for _, want := range []string{
+		"CPU/op ≤ 0.5× the idmap's, GOMEMLIMIT=1.6× data 0.38 met",
+		"RSS ≤ 1.10× data + 64 MiB, memlimit (RSS / bound) 0.86 met",
+		"forced GC full − empty within 2 ms, memlimit +3.0ms NOT met",
+		"lost keys = 0 0 met",
+	} {
+		if !strings.Contains(squeeze(b.String()), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "GOGC=100") {
+		t.Errorf("targets of a setting that did not run:\n%s", b.String())
+	}
+}
