@@ -7,6 +7,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
@@ -207,6 +208,7 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		}
 		p.shards[i/shardEntries].w.Store(p.shards[i/shardEntries].w.Load() | 1<<(i%shardEntries))
 	}
+	owned.Add(p.mem, "buffer.FixedPool", true)
 	return p, nil
 }
 
