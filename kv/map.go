@@ -37,8 +37,8 @@ const MaxValueLen = 1 << 30
 //     so a key is compared only when they match), and for Get a copy of v
 //     appended to dst. No allocation.
 //   - [Map.Set]: a hash, a write lock, a probe, and a copy of k and v to the
-//     end of the shard's current segment; an overwrite with a value of the
-//     same rounded size is done in place. No allocation once the shard has
+//     end of the shard's current segment; an overwrite whose entry fits in
+//     the old one's place is done there (the rest becomes dead). No allocation once the shard has
 //     its segments and index; a new segment is one mmap per 256 KiB of
 //     entries, an index growth one mmap and a rehash of the shard.
 //   - [Map.Delete]: a probe, a backward-shift removal from the index (no
@@ -76,13 +76,14 @@ const MaxValueLen = 1 << 30
 // that returned an error, Grows segments and index tables mapped, Releases
 // segments and index tables unmapped and compactions that gave pages back.
 type Map struct {
-	shards []shard
-	shift  uint // hash >> shift is the shard
-	seed   maphash.Seed
-	heap   *offheap.Allocator
-	bud    *budget.Budget
-	evict  bool
-	closed atomic.Bool
+	shards  []shard
+	shift   uint // hash >> shift is the shard
+	seed    maphash.Seed
+	heap    *offheap.Allocator
+	bud     *budget.Budget
+	evict   bool
+	segSize int // bytes of a segment: 256 KiB, less with a small budget
+	closed  atomic.Bool
 
 	tooLarge atomic.Uint64 // Sets refused before a shard was chosen
 
@@ -101,12 +102,13 @@ func New(opts ...Option) (*Map, error) {
 		return nil, fmt.Errorf("memkit/kv: %w", err)
 	}
 	m := &Map{
-		shards: make([]shard, cfg.shards),
-		shift:  uint(64 - bits.TrailingZeros(uint(cfg.shards))),
-		seed:   maphash.MakeSeed(),
-		heap:   heap,
-		bud:    cfg.New(),
-		evict:  cfg.evict,
+		shards:  make([]shard, cfg.shards),
+		shift:   uint(64 - bits.TrailingZeros(uint(cfg.shards))),
+		seed:    maphash.MakeSeed(),
+		heap:    heap,
+		bud:     cfg.New(),
+		evict:   cfg.evict,
+		segSize: cfg.segSize,
 	}
 	for i := range m.shards {
 		m.shards[i].m = m
@@ -186,6 +188,9 @@ func (m *Map) Get(dst, key []byte) ([]byte, bool) {
 	_, v := s.find(h, key)
 	if v != 0 {
 		dst = append(dst, s.value(v)...)
+		if m.evict {
+			s.touch(v)
+		}
 	}
 	s.mu.RUnlock()
 	return dst, v != 0
@@ -199,6 +204,9 @@ func (m *Map) Has(key []byte) bool {
 	h := m.hash(key)
 	s := m.rlock(h)
 	_, v := s.find(h, key)
+	if v != 0 && m.evict {
+		s.touch(v)
+	}
 	s.mu.RUnlock()
 	return v != 0
 }
@@ -223,6 +231,9 @@ func (m *Map) View(key []byte, fn func(value []byte)) bool {
 	_, v := s.find(h, key)
 	if v == 0 {
 		return false
+	}
+	if m.evict {
+		s.touch(v)
 	}
 	if checked.Enabled {
 		m.lend("View", s.value(v), func(b []byte) { fn(b) })

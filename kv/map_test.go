@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/kv"
+	"github.com/memkit/memkit/offheap"
 )
 
 func mustNew(t testing.TB, opts ...kv.Option) *kv.Map {
@@ -118,6 +120,9 @@ func TestMap_AgainstGoMap(t *testing.T) {
 	if m.Len() != len(model) {
 		t.Fatalf("Len %d; want %d", m.Len(), len(model))
 	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	m.Range(func(k, v []byte) bool {
 		n++
@@ -157,6 +162,9 @@ func TestMap_CompactionReturnsMemory(t *testing.T) {
 		if i%4 != 0 {
 			m.Delete(fmt.Appendf(nil, "k%d", i))
 		}
+	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
 	}
 	st := readStats(m)
 	segs := st.ReservedBytes - 8*(1<<16) // less the index
@@ -207,6 +215,9 @@ func TestMap_EvictionKeepsTheNewest(t *testing.T) {
 		if err := m.Set(fmt.Appendf(nil, "k%d", i), val(i, 1000)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
 	}
 	ev := m.Evictions()
 	if ev == 0 || uint64(m.Len())+ev != n {
@@ -282,5 +293,69 @@ func TestMap_ClosedPanics(t *testing.T) {
 	memtest.CheckPanic(t, msg, func() { m.Range(func(k, v []byte) bool { return true }) })
 	if st := readStats(m); st.ReservedBytes != 0 || st.LiveObjects != 0 {
 		t.Fatalf("stats after Close: %v", &st)
+	}
+}
+
+// Close gives every mapped byte back: offheap's mapped bytes return to
+// where they were, and the process's RSS drops by the data.
+func TestMap_CloseUnmapsEverything(t *testing.T) {
+	if !offheap.Mapped {
+		t.Skip("no mmap here: the Map lives in the Go heap")
+	}
+	var before, during, after memkit.Stats
+	offheap.ReadStats(&before)
+	m, err := kv.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, size = 40000, 1000 // 40 MB
+	for i := range n {
+		if err := m.Set(fmt.Appendf(nil, "k%d", i), val(i, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offheap.ReadStats(&during)
+	rssDuring, rssOK := memtest.RSS()
+	if during.InUseBytes < before.InUseBytes+n*size {
+		t.Fatalf("mapped %d bytes for %d bytes of data", during.InUseBytes-before.InUseBytes, n*size)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	offheap.ReadStats(&after)
+	if after.InUseBytes != before.InUseBytes {
+		t.Fatalf("mapped bytes: %d before, %d after Close", before.InUseBytes, after.InUseBytes)
+	}
+	if rssAfter, ok := memtest.RSS(); ok && rssOK && rssDuring-rssAfter < n*size/2 {
+		t.Fatalf("RSS %d with the Map, %d after Close: it did not drop by the data", rssDuring, rssAfter)
+	}
+}
+
+// The Map's entries and index are not on the Go heap: storing 100 times as
+// many entries adds no Go heap objects beyond a few per segment, so a GC
+// cycle's work does not depend on the entry count.
+func TestMap_GoHeapIndependentOfEntries(t *testing.T) {
+	if !offheap.Mapped {
+		t.Skip("no mmap here: the Map lives in the Go heap")
+	}
+	heapWith := func(n int) (uint64, uint64) {
+		m := mustNew(t)
+		for i := range n {
+			if err := m.Set(fmt.Appendf(nil, "k%d", i), val(i, 500)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		runtime.KeepAlive(m)
+		return ms.HeapAlloc, ms.HeapObjects
+	}
+	small, smallObjs := heapWith(1000)
+	large, largeObjs := heapWith(100000) // 50 MB of values
+	t.Logf("Go heap: %d bytes, %d objects with 1,000 entries; %d bytes, %d objects with 100,000 more", small, smallObjs, large, largeObjs)
+	if large > small+1<<20 || largeObjs > smallObjs+2000 {
+		t.Fatalf("Go heap with 1,000 entries %d bytes (%d objects), with 100,000 %d bytes (%d objects)",
+			small, smallObjs, large, largeObjs)
 	}
 }

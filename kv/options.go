@@ -17,8 +17,9 @@ const MaxShards = 256
 type config struct {
 	budget.Options // WithBudget
 
-	evict  bool
-	shards int
+	evict   bool
+	shards  int
+	segSize int // derived: the segment size
 }
 
 // WithBudget limits the memory the Map maps — its segments of entries and
@@ -55,18 +56,25 @@ func configure(opts []Option) (config, error) {
 		return cfg, fmt.Errorf("memkit/kv: %w", err)
 	}
 	n := cfg.shards
+	cfg.segSize = segSize
 	switch {
 	case n < 0 || n > MaxShards:
 		return cfg, fmt.Errorf("memkit/kv: WithShards(%d): the number of shards must be between 1 and %d", n, MaxShards)
 	case n == 0:
 		n = MaxShards
-		if lim := cfg.Limit(); lim > 0 {
-			// At least 4 segments per shard within the budget.
-			n = int(min(int64(MaxShards), max(1, lim/(4*segSize))))
-		}
-		n = 1 << (bits.Len(uint(n)) - 1) // down to a power of two
 	default:
 		n = 1 << bits.Len(uint(n-1))
+	}
+	if lim := cfg.Limit(); lim > 0 {
+		// Each shard gets at least 16 segments of the budget, so that an
+		// eviction drops at most 1/16 of a shard: smaller segments first,
+		// then, without WithShards, fewer shards.
+		for cfg.segSize > minSegSize && lim/int64(n) < 16*int64(cfg.segSize) {
+			cfg.segSize /= 2
+		}
+		for cfg.shards == 0 && n > 1 && lim/int64(n) < 16*int64(cfg.segSize) {
+			n /= 2
+		}
 	}
 	cfg.shards = n
 	return cfg, nil

@@ -13,13 +13,13 @@ import (
 
 // Sizes of the storage.
 const (
-	segSize    = 256 << 10   // a segment of entries
-	largeSpan  = segSize / 2 // an entry above this gets a segment of its own
-	hdrSize    = 8           // entry header: value length, key length, flags
-	initSlots  = 512         // a shard's first index table: one 4 KiB page
-	compactMin = 64 << 10    // dead bytes a shard keeps before it compacts
-	deadShare  = 16          // and the share of its segments' bytes: 1/deadShare
-	pageSize   = 4096        // the unit of what ReservedBytes counts
+	segSize    = 256 << 10 // a segment of entries, without a small budget
+	minSegSize = 16 << 10  // the smallest, for a small budget
+	hdrSize    = 8         // entry header: value length, key length, flags
+	initSlots  = 512       // a shard's first index table: one 4 KiB page
+	compactMin = 64 << 10  // dead bytes a shard keeps before it compacts
+	deadShare  = 16        // and the share of its segments' bytes: 1/deadShare
+	pageSize   = 4096      // the unit of what ReservedBytes counts
 	maxSegs    = 1<<segBits - 1
 )
 
@@ -38,8 +38,12 @@ const (
 )
 
 // An entry's header: the value's length in the low 32 bits, the key's in
-// the next 16, and the dead flag.
-const deadFlag = 1 << 48
+// the next 16, then flags: dead (deleted, overwritten or evicted), and,
+// in a Map that evicts, read since it was stored or last spared.
+const (
+	deadFlag = 1 << 48
+	readFlag = 1 << 49
+)
 
 // tagOf returns the tag of a key's hash.
 func tagOf(h uint64) uint64 { return h >> hashShift & tagMask }
@@ -60,7 +64,7 @@ type segment struct {
 	used  int    // bytes of entries, dead or alive, from the start
 	dead  int    // bytes of dead entries
 	seq   uint64 // when it last became the shard's current segment
-	large bool   // holds one entry larger than largeSpan
+	large bool   // holds one entry larger than half a segment
 }
 
 // shard is one lock's worth of the Map: an index and segments.
@@ -94,9 +98,21 @@ func (s *shard) entry(v uint64) ([]byte, int) {
 	return s.segs[v>>offBits&(1<<segBits-1)].mem, int(v&(1<<offBits-1)) << 3
 }
 
-// header returns the header of the entry at off of mem.
+// header returns the header of the entry at off of mem. The load is
+// atomic because readers of an evicting Map set readFlag (touch) while
+// other readers look at the header; a plain load costs the same.
 func header(mem []byte, off int) uint64 {
-	return *(*uint64)(unsafe.Pointer(&mem[off : off+hdrSize][0]))
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&mem[off : off+hdrSize][0])))
+}
+
+// touch marks the entry of slot v as read, for eviction's second chance:
+// one atomic OR the first time after it was stored or spared, a load after.
+func (s *shard) touch(v uint64) {
+	mem, off := s.entry(v)
+	p := (*uint64)(unsafe.Pointer(&mem[off : off+hdrSize][0]))
+	if atomic.LoadUint64(p)&readFlag == 0 {
+		atomic.OrUint64(p, readFlag)
+	}
 }
 
 // setHeader writes the header of the entry at off of mem.
@@ -185,14 +201,7 @@ func (s *shard) set(h uint64, key, value []byte) error {
 	span := spanOf(len(key), len(value))
 	i, v := s.find(h, key)
 	if v != 0 {
-		mem, off := s.entry(v)
-		hdr := header(mem, off)
-		if hdrSpan(hdr) == span && span <= largeSpan {
-			// The same rounded size: overwrite in place.
-			copy(mem[off+hdrSize+len(key):], value)
-			setHeader(mem, off, hdr&^0xFFFFFFFF|uint64(len(value)))
-			s.stores++
-			s.frees++
+		if s.overwrite(v, span, key, value) {
 			return nil
 		}
 	} else if s.tab == nil || uint64(s.count.Load()+1) > (s.mask+1)/16*13 {
@@ -225,6 +234,32 @@ func (s *shard) set(h uint64, key, value []byte) error {
 		s.count.Add(1)
 	}
 	return nil
+}
+
+// overwrite stores value in place of the entry of slot v, key's, if the
+// new entry (of span bytes) fits in the old one's, and reports whether it
+// did. The bytes left over become a dead filler entry, for compaction.
+func (s *shard) overwrite(v uint64, span int, key, value []byte) bool {
+	num := uint32(v >> offBits & (1<<segBits - 1))
+	c := &s.segs[num]
+	mem, off := s.entry(v)
+	hdr := header(mem, off)
+	old := hdrSpan(hdr)
+	if span > old || c.large {
+		return false
+	}
+	copy(mem[off+hdrSize+len(key):], value)
+	setHeader(mem, off, uint64(len(value))|uint64(len(key))<<32) // and not read since
+	if gap := old - span; gap > 0 {
+		setHeader(mem, off+span, deadFlag|uint64(gap-hdrSize))
+		c.dead += gap
+		s.dead += gap
+		s.live -= gap
+	}
+	s.stores++
+	s.frees++
+	s.maybeCompact()
+	return true
 }
 
 // makeRoom grows the index so that it can take one more entry, or, when
@@ -302,7 +337,7 @@ func (s *shard) unmapMem(mem []byte) {
 
 // reserve returns room for an entry of span bytes: its segment and offset.
 func (s *shard) reserve(span int) (uint32, int, error) {
-	if span > largeSpan {
+	if span > s.m.segSize/2 { // a segment of its own
 		return s.reserveLarge(span)
 	}
 	if s.cur != 0 {
@@ -324,7 +359,7 @@ func (s *shard) reserveSlow(span int) (uint32, int, error) {
 		if seg := s.roomiest(span); seg != 0 {
 			return s.appendTo(seg, span)
 		}
-		seg, err := s.newSegment(segSize, false)
+		seg, err := s.newSegment(s.m.segSize, false)
 		if err == nil {
 			return s.appendTo(seg, span)
 		}
@@ -515,8 +550,11 @@ func (s *shard) compact(num uint32) {
 	}
 }
 
-// evictOldest drops every entry of the segment filled longest ago, and
-// reports whether there was one to drop.
+// evictOldest makes room in the segment filled longest ago: an entry read
+// since it was stored (or last spared) gets a second chance, sliding down
+// to the segment's start with its mark cleared; every other entry is
+// dropped. The segment becomes the newest, or is unmapped if it kept
+// nothing. It reports whether there was a segment to work on.
 func (s *shard) evictOldest() bool {
 	num, seq := uint32(0), ^uint64(0)
 	for k := 1; k < len(s.segs); k++ {
@@ -529,29 +567,46 @@ func (s *shard) evictOldest() bool {
 	}
 	c := &s.segs[num]
 	mem := c.mem
+	w := 0
 	for r := 0; r < c.used; {
 		hdr := header(mem, r)
 		span := hdrSpan(hdr)
-		if hdr&deadFlag == 0 {
+		switch {
+		case hdr&deadFlag != 0:
+		case hdr&readFlag != 0: // spared
+			i := s.slotAt(num, r)
+			setHeader(mem, r, hdr&^readFlag)
+			if w != r {
+				copy(mem[w:w+span], mem[r:r+span])
+				s.tab[i] = s.tab[i]&^locMask | loc(num, w)
+			}
+			w += span
+		default:
 			s.removeAt(s.slotAt(num, r))
 			s.count.Add(-1)
 			s.live -= span
 			s.frees++
 			s.evictions++
-			setHeader(mem, r, hdr|deadFlag)
-			if !c.large {
-				c.dead += span
-				s.dead += span
-			}
 		}
 		r += span
 	}
-	if c.large || num != s.cur {
-		s.dropSegment(num)
-	} else {
-		s.compact(num) // the current one: empty it and keep it
-	}
 	s.epoch++
+	if w == 0 && (c.large || num != s.cur) {
+		s.dropSegment(num)
+		return true
+	}
+	s.seq++
+	c.seq = s.seq
+	if c.large {
+		return true
+	}
+	s.used -= c.used - w
+	s.dead -= c.dead
+	old := c.used
+	c.used, c.dead = w, 0
+	if end := (old + pageSize - 1) &^ (pageSize - 1); end > w {
+		_ = offheap.Release(mem[w:end])
+	}
 	return true
 }
 
