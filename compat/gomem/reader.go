@@ -119,6 +119,12 @@ func (r *MemoryReader) MoveToEnd() { r.Skip(r.Length) }
 
 // Read copies the next bytes into buf; io.EOF when none are left.
 func (r *MemoryReader) Read(buf []byte) (int, error) {
+	if cur := r.GetCurrent(); len(buf) <= len(cur) && len(buf) > 0 { // within the buffer
+		n := copy(buf, cur)
+		r.pos += n
+		r.Length -= n
+		return n, nil
+	}
 	n, err := r.r().Read(buf)
 	return n, r.sync(err)
 }
@@ -194,6 +200,11 @@ func (r *MemoryReader) Skip(n int) error {
 	if n <= 0 {
 		return nil
 	}
+	if n <= len(r.GetCurrent()) { // within the buffer
+		r.pos += n
+		r.Length -= n
+		return nil
+	}
 	return r.sync(r.r().Skip(n))
 }
 
@@ -226,6 +237,15 @@ func (r *MemoryReader) ReadBE(n int) (uint32, error) {
 	if n <= 0 {
 		return 0, nil
 	}
+	if cur := r.GetCurrent(); n <= len(cur) { // within the buffer
+		var v uint32
+		for _, c := range cur[:n] {
+			v = v<<8 | uint32(c)
+		}
+		r.pos += n
+		r.Length -= n
+		return v, nil
+	}
 	v, err := r.r().UintBE(n)
 	return uint32(v), r.sync(err)
 }
@@ -239,8 +259,7 @@ func (r *MemoryReader) Range(yield func([]byte)) {
 		r.MoveToEnd()
 		return
 	}
-	r.r().Range(func(b []byte) bool { yield(b); return true })
-	r.sync(nil)
+	r.RangeN(r.Length, yield)
 }
 
 // RangeN is Range over the next n bytes (all that remain if fewer; none
@@ -253,8 +272,17 @@ func (r *MemoryReader) RangeN(n int, yield func([]byte)) {
 		r.Skip(min(n, r.Length))
 		return
 	}
-	r.r().RangeN(min(n, r.Length), func(b []byte) bool { yield(b); return true })
-	r.sync(nil)
+	for n > 0 {
+		cur := r.GetCurrent()
+		if len(cur) == 0 {
+			return
+		}
+		k := min(n, len(cur))
+		r.pos += k
+		r.Length -= k
+		n -= k
+		yield(cur[:k:k])
+	}
 }
 
 // ClipFront drops what has been read from the Memory: buffers read to the
