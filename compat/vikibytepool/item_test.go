@@ -388,3 +388,14 @@ func TestItem_UseAfterClosePanics(t *testing.T) {
 		t.Fatalf("pools hold %d and %d items; want 2 each", p.Len(), jp.Len())
 	}
 }
+
+// An empty value is no JSON value: refused, as any invalid one, even though
+// buffer.JSON.Raw writes null for a nil slice.
+func TestJsonItem_EmptyValueIsRefused(t *testing.T) {
+	item := bytepool.NewJson(1, 64).Checkout()
+	defer item.Close()
+	item.BeginObject()
+	if item.WriteKeyValue("k", ""); !errors.Is(item.Err(), buffer.ErrJSON) || strings.Contains(item.String(), "null") {
+		t.Fatalf("WriteKeyValue of \"\": %q, %v", item.String(), item.Err())
+	}
+}

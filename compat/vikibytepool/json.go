@@ -139,7 +139,11 @@ func (item *JsonItem) WriteKeyTime(key string, value time.Time) int {
 // (see Err), where Viki wrote it.
 func (item *JsonItem) WriteKeyValue(key, value string) int {
 	n := item.key(key)
-	item.j.Raw(unsafe.Slice(unsafe.StringData(value), len(value))) // Raw only reads it
+	raw := unsafe.Slice(unsafe.StringData(value), len(value)) // Raw only reads it
+	if raw == nil {
+		raw = []byte{} // "" is no JSON value; a nil Raw would write null
+	}
+	item.j.Raw(raw)
 	return item.wrote(n)
 }
 
