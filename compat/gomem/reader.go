@@ -14,19 +14,21 @@ import (
 // A MemoryReader is not safe for concurrent use. Create it with
 // Memory.NewReader or NewReadableBuffersFromBytes and call its methods on an
 // addressable variable. A copy reads on from the copy's position,
-// independently. ReadByte and LEB128Unmarshal within a buffer read the
-// buffer in place (a bounds check, a load and two adds: what buffer.Reader
-// costs); every other call is buffer.Reader's, after a catch-up of its
-// position. Calls never allocate but for ReadBytes of bytes that span
-// buffers; the first call that needs the buffer.Reader binds the reader to
-// its variable, which then lives on the heap: one allocation per reader (two
-// from NewReadableBuffersFromBytes, which makes its Memory too), where
-// gomem's allocated on most calls.
+// independently. ReadByte, LEB128Unmarshal, ReadBE, Read and Skip within a
+// buffer, and Range and RangeN, work on the reader's own cursor in the
+// buffers (ReadByte is a bounds check, a load and two adds, and inlines:
+// what buffer.Reader's costs); the other calls, and those across buffers,
+// are buffer.Reader's after a catch-up of its position. Calls never
+// allocate but for ReadBytes of bytes that span buffers; the first call
+// that needs the buffer.Reader binds the reader to its variable, which then
+// lives on the heap: one allocation per reader (two from
+// NewReadableBuffersFromBytes, which makes its Memory too), where gomem's
+// allocated on most calls.
 type MemoryReader struct {
 	*Memory
 	Length int // bytes left to read
 
-	// The cursor of ReadByte and LEB128Unmarshal: buf is the buffer being
+	// The cursor of the in-place reads: buf is the buffer being
 	// read, whole, Buffers[next-1] (nil before the first, next == 0), which
 	// starts start bytes into the Memory; pos is the bytes of it read. Every
 	// call keeps start+pos == Size-Length (sync moves the cursor after a call
