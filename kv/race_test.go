@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/race"
 	"github.com/memkit/memkit/kv"
 )
@@ -19,8 +20,8 @@ func TestMap_Concurrent(t *testing.T) {
 	m := mustNew(t, kv.WithShards(2))
 	const workers, rounds = 4, 6
 	keys := 2000
-	if race.Enabled {
-		keys = 300 // the detector makes each call 20 times slower
+	if race.Enabled || checked.Enabled {
+		keys = 300 // the detector, or the checked build's copies in Range, make each call 20 times slower
 	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
