@@ -102,7 +102,7 @@ func parseHeapFlags(stdout io.Writer, args []string) (*heapConfig, error) {
 
 func (c *heapConfig) check() error {
 	switch {
-	case c.entries < c.workers || c.entries > 1<<32:
+	case c.entries < c.workers || int64(c.entries) > 1<<32:
 		return usagef("heap: --entries %d: must be between --workers and 2^32", c.entries)
 	case c.rate < c.workers:
 		return usagef("heap: --rate %d: must be at least --workers", c.rate)
