@@ -264,6 +264,48 @@ func TestHandler_HTMLFreeMemory(t *testing.T) {
 	}
 }
 
+// An Elastic bytepool's sampled figures read as estimates on the page (a
+// "≈" before each, and a note that says how to count exactly), and in its
+// JSON; a pool built WithExactStats shows plain counts. The page had
+// shown "allocs 0, grows 72" as if counted.
+func TestHandler_MarksEstimates(t *testing.T) {
+	sampled, err := bytepool.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := bytepool.New(bytepool.WithExactStats())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*bytepool.Pool{sampled, exact} {
+		p.Put(p.Get(1000))
+	}
+	srv := debugServer(t, "memkit.test.sampled", sampled)
+	debugServer(t, "memkit.test.exact", exact)
+	_, body := get(t, srv.URL+"/debug/memkit/?name=memkit.test.sampled")
+	for _, want := range []string{
+		`<p class="estimate">≈ estimate: in use, live objects, allocs and frees`,
+		"bytepool.WithExactStats()",
+		"<td>≈ ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the sampled pool's page lacks %q\n%s", want, body)
+		}
+	}
+	if _, body := get(t, srv.URL+"/debug/memkit/?name=memkit.test.exact"); strings.Contains(body, `class="estimate"`) || strings.Contains(body, "≈") {
+		t.Errorf("the exact pool's page shows an estimate\n%s", body)
+	}
+	_, body = get(t, srv.URL+"/debug/memkit/?format=json")
+	var got map[string]memkit.Stats
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got["memkit.test.sampled"].Estimated || got["memkit.test.exact"].Estimated {
+		t.Fatalf("JSON Estimated: sampled %v, exact %v; want true, false",
+			got["memkit.test.sampled"].Estimated, got["memkit.test.exact"].Estimated)
+	}
+}
+
 func TestHandler_JSON(t *testing.T) {
 	src := threeClasses()
 	src.s.FreeBytes, src.s.LargestFree = 1000, 600 // reported like any field
