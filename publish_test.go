@@ -15,6 +15,7 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/e2e"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/stats"
 )
 
 // fakeSource reports a fixed snapshot.
@@ -379,7 +380,7 @@ func ExamplePublish() {
 	var all map[string]memkit.Stats // what /debug/vars shows as "memkit"
 	json.Unmarshal([]byte(expvar.Get(memkit.ExpvarName).String()), &all)
 	s := all["memkit.example.uploads"]
-	fmt.Println("live objects:", s.LiveObjects, "in use:", memkit.FormatBytes(s.InUseBytes))
+	fmt.Println("live objects:", s.LiveObjects, "in use:", stats.FormatBytes(s.InUseBytes))
 	pool.Put(buf)
 
 	// In a server: http.Handle("/debug/memkit/", memkit.Handler())
