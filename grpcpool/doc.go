@@ -18,6 +18,11 @@
 //
 //	experimental.SetDefaultBufferPool(p)
 //
+// Its statistics are the bytepool's: by default Allocs, Frees, LiveObjects
+// and InUseBytes are estimates from a 1-in-64 sample of the buffers; see
+// [Pool.ReadStats] for exact counts (WithBytePool of a pool built
+// bytepool.WithExactStats).
+//
 // It lives in a module of its own, so that memkit's core module stays free of
 // the gRPC dependency.
 //

@@ -122,6 +122,16 @@ func (p *Pool) Put(h *[]byte) {
 func (p *Pool) BytePool() *bytepool.Pool { return p.bp }
 
 // ReadStats fills *st with the statistics of the bytepool.Pool.
+//
+// With New's own pool, an Elastic bytepool, Allocs, Frees, LiveObjects and
+// InUseBytes are estimates from a 1-in-64 sample of the buffers
+// (st.Estimated is true, and the debug page and Prometheus help say so): a
+// server that recycles a few buffers may show 0 allocations beside many
+// grows. For exact counts give New a pool that counts every Get and Put,
+// at one shared atomic add per call:
+//
+//	bp, _ := bytepool.New(bytepool.WithMaxSize(grpcpool.DefaultMaxSize), bytepool.WithExactStats())
+//	p, _ := grpcpool.New(grpcpool.WithBytePool(bp))
 func (p *Pool) ReadStats(st *stats.Stats) { p.bp.ReadStats(st) }
 
 // ServerOption returns the server option that makes a gRPC server use p
