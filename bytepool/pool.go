@@ -64,7 +64,8 @@ type Pool struct {
 	quickBounded bool
 	secret       uint64
 	policy       Policy
-	region       *region // Bounded only
+	region       *region    // Bounded only
+	ret          *retention // Elastic only: the reserves behind the sync.Pools, and their tending
 
 	counts counters
 	budget *budget.Budget   // nil: no limit and no alert
@@ -267,7 +268,7 @@ func (p *Pool) TryGet(n int) ([]byte, bool) {
 		e := &p.elastic[c]
 		ptr, _ = e.free.Get().(unsafe.Pointer)
 		if ptr == nil {
-			ptr = p.grow(c)
+			ptr = p.takeIdle(c)
 		}
 		if ptr != nil && p.sampled(ptr) {
 			e.gets.Add(1)
@@ -435,6 +436,10 @@ func (p *Pool) Put(b []byte) {
 	if p.sampled(ptr) {
 		e.puts.Add(1)
 	}
+	if e.short.Load() > 0 { // e.park, inlined
+		e.parkShort(ptr)
+		return
+	}
 	e.free.Put(ptr)
 }
 
@@ -463,7 +468,7 @@ func (p *Pool) putSlow(b []byte) {
 	if p.sampled(ptr) {
 		e.puts.Add(1)
 	}
-	e.free.Put(ptr)
+	e.park(ptr)
 }
 
 // putChecked is Put for a Bounded pool, or any pool in the checked build,

@@ -1,0 +1,287 @@
+package bytepool
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+	"weak"
+)
+
+// Retention of an Elastic pool's idle buffers. sync.Pool alone drops what
+// stayed idle through two GC cycles, and a program moving large messages
+// runs a GC every few of them: its pools would never stay warm. So each
+// class keeps a reserve behind its sync.Pool, and a tending step, run after
+// every GC cycle and by a timer while the pool holds idle buffers, moves
+// every buffer idle in the sync.Pool into the reserve before the GC can
+// drop it. A Get that finds the sync.Pool empty takes from the reserve
+// before it makes a buffer.
+//
+// What the reserve keeps follows demand, by its low-water mark: the fewest
+// buffers it held at any moment of a retention period. A Get pops from the
+// reserve only when no idle buffer is left in the sync.Pool, so those were
+// idle through the whole period while the pool served every Get of it; at
+// the end of the period the class gives back that many, its oldest, and
+// starts the next with the mark at what it holds then. Buffers the tending
+// step finds in the sync.Pool join the reserve without lowering the mark,
+// so each is kept for one whole period more. Hence, in time: the buffers
+// the peak of a period needed stay through the next period; an idle buffer
+// is given back at most two periods after demand last reached it, at the
+// first tending step past that (the timer runs one each period); and the
+// GC frees it at its next cycle. The step reads a monotonic clock through
+// an injectable func, so tests drive it with a clock of their own.
+
+// retainPeriod is the retention period.
+const retainPeriod = time.Second
+
+// drainMax bounds the buffers one tending step takes out of a class's
+// sync.Pool, in case other goroutines keep putting as fast as it takes.
+const drainMax = 1 << 16
+
+// retention is the tending state of an Elastic pool.
+type retention struct {
+	mu    sync.Mutex // serializes tend
+	start int64      // the clock when the current period began
+	clock func() int64
+	armed atomic.Bool
+	self  weak.Pointer[Pool] // for the GC hook and the timer, which must not keep the pool alive
+}
+
+// reserve is a class's idle buffers behind its sync.Pool, oldest first,
+// and its low-water mark.
+type reserve struct {
+	mu   sync.Mutex
+	bufs []unsafe.Pointer
+	low  int    // the fewest buffers held since the period began
+	gone uint64 // buffers given back, for tests
+}
+
+// The shortfall (elasticFields.short) is a backstop for a GC cycle that
+// comes before the tending step after the previous one has run (sync.Pool
+// then drops what stayed idle through both): a Get that finds neither tier
+// holding a buffer makes one and adds one to the shortfall, and while it is
+// above zero Put files buffers into the reserve, where no GC cycle drops
+// them, instead of the sync.Pool. Put reads it with one load from the
+// cache line it reads the class size from; only slow paths write it.
+
+// epoch is the origin of the default clock.
+var epoch = time.Now()
+
+// monotonic is the default clock: nanoseconds on the monotonic clock.
+func monotonic() int64 { return int64(time.Since(epoch)) }
+
+// newRetention sets up p's tending: the GC hook, and a cleanup that empties
+// the reserves once p is collected. (The classes' finalizer func holds the
+// classes, so a reserve would otherwise keep its buffers alive for good.)
+func (p *Pool) newRetention() {
+	p.ret = &retention{clock: monotonic, self: weak.Make(p)}
+	p.ret.start = p.ret.clock()
+	hookGC(p.ret.self)
+	runtime.AddCleanup(p, emptyReserves, p.elastic)
+}
+
+// emptyReserves drops every buffer the reserves of a collected pool hold.
+func emptyReserves(classes []elasticClass) {
+	for c := range classes {
+		r := &classes[c].res
+		r.mu.Lock()
+		r.bufs = nil
+		r.mu.Unlock()
+	}
+}
+
+// hookGC arranges for afterGC to run after the next GC cycle.
+func hookGC(w weak.Pointer[Pool]) {
+	runtime.AddCleanup(new(gcSentinel), afterGC, w)
+}
+
+// gcSentinel is garbage as soon as it is made; its cleanup marks a GC cycle.
+// 16 bytes, so that it is not a tiny allocation, whose cleanup may never run.
+type gcSentinel [16]byte
+
+// afterGC tends the pool after a GC cycle, and hooks the next one, until
+// the pool is collected.
+func afterGC(w weak.Pointer[Pool]) {
+	p := w.Value()
+	if p == nil {
+		return
+	}
+	hookGC(w)
+	if p.tend() {
+		p.arm()
+	}
+}
+
+// arm starts the tending timer unless it runs already.
+func (p *Pool) arm() {
+	r := p.ret
+	if r.armed.Load() || !r.armed.CompareAndSwap(false, true) {
+		return
+	}
+	w := r.self
+	time.AfterFunc(retainPeriod, func() {
+		p := w.Value()
+		if p == nil {
+			return
+		}
+		p.ret.armed.Store(false)
+		if p.tend() {
+			p.arm()
+		}
+	})
+}
+
+// tend moves every idle buffer of the classes' sync.Pools into their
+// reserves and, if a retention period has passed since the current one
+// began, gives back what each reserve held idle through all of it. It
+// reports whether any reserve still holds a buffer.
+func (p *Pool) tend() (holding bool) {
+	r := p.ret
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock()
+	end := now-r.start >= int64(retainPeriod)
+	if end {
+		r.start = now
+	}
+	for c := range p.elastic {
+		e := &p.elastic[c]
+		if e.res.tend(e, end) > 0 {
+			holding = true
+		}
+	}
+	return holding
+}
+
+// tend is the pool's tending step for one class: it drains e's sync.Pool
+// into the reserve and, at the end of a period, gives back the low-water
+// mark's worth of its oldest buffers. It returns how many the reserve then
+// holds.
+func (r *reserve) tend(e *elasticClass, end bool) int {
+	var batch [64]unsafe.Pointer
+	for taken := 0; taken < drainMax; {
+		n := e.takeFree(batch[:])
+		if n == 0 {
+			break
+		}
+		r.mu.Lock()
+		r.bufs = append(r.bufs, batch[:n]...)
+		r.mu.Unlock()
+		taken += n
+		if n < len(batch) {
+			break
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if end {
+		r.giveBack(r.low)
+		r.low = len(r.bufs)
+	}
+	return len(r.bufs)
+}
+
+// takeFree fills dst with idle buffers from the class's sync.Pool, as
+// many as it holds, and returns how many.
+func (e *elasticClass) takeFree(dst []unsafe.Pointer) int {
+	for n := range dst {
+		ptr, _ := e.free.Get().(unsafe.Pointer)
+		if ptr == nil {
+			return n
+		}
+		dst[n] = ptr
+	}
+	return len(dst)
+}
+
+// giveBack drops the k oldest buffers of the reserve, for the GC to collect
+// (their finalizers count them in Releases), and lets a reserve that shrank
+// to a quarter of its storage have smaller storage.
+func (r *reserve) giveBack(k int) {
+	if k == 0 {
+		return
+	}
+	n := copy(r.bufs, r.bufs[k:])
+	clear(r.bufs[n:])
+	r.bufs = r.bufs[:n]
+	r.gone += uint64(k)
+	if n < cap(r.bufs)/4 {
+		r.bufs = append([]unsafe.Pointer(nil), r.bufs...)
+	}
+}
+
+// pop takes the newest buffer of the reserve, or returns nil.
+func (r *reserve) pop() unsafe.Pointer {
+	r.mu.Lock()
+	n := len(r.bufs) - 1
+	if n < 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	ptr := r.bufs[n]
+	r.bufs[n] = nil
+	r.bufs = r.bufs[:n]
+	r.low = min(r.low, n)
+	r.mu.Unlock()
+	return ptr
+}
+
+// popInto fills dst with the reserve's newest buffers and returns how many.
+func (r *reserve) popInto(dst []unsafe.Pointer) int {
+	r.mu.Lock()
+	k := min(len(dst), len(r.bufs))
+	n := len(r.bufs) - k
+	copy(dst, r.bufs[n:])
+	clear(r.bufs[n:])
+	r.bufs = r.bufs[:n]
+	r.low = min(r.low, n)
+	r.mu.Unlock()
+	return k
+}
+
+// parkShort files the idle buffer at ptr, marked, into the reserve for a
+// Put that found the class short, and takes one off the shortfall; or into
+// the sync.Pool, if other Puts made the shortfall up first.
+func (e *elasticClass) parkShort(ptr unsafe.Pointer) {
+	for {
+		n := e.short.Load()
+		if n <= 0 {
+			e.free.Put(ptr)
+			return
+		}
+		if e.short.CompareAndSwap(n, n-1) {
+			break
+		}
+	}
+	r := &e.res
+	r.mu.Lock()
+	r.bufs = append(r.bufs, ptr)
+	r.mu.Unlock()
+}
+
+// takeIdle returns an idle buffer of class c from the reserve, or makes
+// one (nil if the budget forbids it) and counts it in the shortfall; for a
+// Get that found the class's sync.Pool empty.
+func (p *Pool) takeIdle(c int) unsafe.Pointer {
+	e := &p.elastic[c]
+	if ptr := e.res.pop(); ptr != nil {
+		return ptr
+	}
+	ptr := p.grow(c)
+	if ptr != nil {
+		e.short.Add(1)
+	}
+	return ptr
+}
+
+// park puts the idle buffer at ptr, marked, where the next Get of the
+// class finds it: the sync.Pool, or the reserve while the class is short.
+// Put inlines the same three lines.
+func (e *elasticClass) park(ptr unsafe.Pointer) {
+	if e.short.Load() > 0 {
+		e.parkShort(ptr)
+		return
+	}
+	e.free.Put(ptr)
+}
