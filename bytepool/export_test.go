@@ -27,9 +27,6 @@ func (p *Pool) HeapFallback(b []byte) bool {
 	return p.region != nil && !p.region.contains(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
 }
 
-// RetainPeriod is the retention period.
-const RetainPeriod = retainPeriod
-
 // SetClock makes an Elastic pool's tending read now instead of the
 // monotonic clock, and starts a retention period at now().
 func (p *Pool) SetClock(now func() int64) {

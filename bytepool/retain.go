@@ -7,6 +7,8 @@ import (
 	"time"
 	"unsafe"
 	"weak"
+
+	"github.com/memkit/memkit/internal/clock"
 )
 
 // Retention of an Elastic pool's idle buffers. sync.Pool alone drops what
@@ -32,8 +34,10 @@ import (
 // GC frees it at its next cycle. The step reads a monotonic clock through
 // an injectable func, so tests drive it with a clock of their own.
 
-// retainPeriod is the retention period.
-const retainPeriod = time.Second
+// RetentionPeriod is the retention period of an [Elastic] pool: at the end
+// of each, a class gives back the idle buffers no Get needed during all of
+// it (see the package documentation, "Retention").
+const RetentionPeriod = time.Second
 
 // drainMax bounds the buffers one tending step takes out of a class's
 // sync.Pool, in case other goroutines keep putting as fast as it takes.
@@ -65,19 +69,20 @@ type reserve struct {
 // them, instead of the sync.Pool. Put reads it with one load from the
 // cache line it reads the class size from; only slow paths write it.
 
-// epoch is the origin of the default clock.
-var epoch = time.Now()
-
-// monotonic is the default clock: nanoseconds on the monotonic clock.
-func monotonic() int64 { return int64(time.Since(epoch)) }
-
-// newRetention sets up p's tending: the GC hook, and a cleanup that empties
-// the reserves once p is collected. (The classes' finalizer func holds the
-// classes, so a reserve would otherwise keep its buffers alive for good.)
+// newRetention sets up p's tending: its place in the list the GC hook
+// tends, and a cleanup that empties the reserves once p is collected. (The
+// classes' finalizer func holds the classes, so a reserve would otherwise
+// keep its buffers alive for good.)
 func (p *Pool) newRetention() {
-	p.ret = &retention{clock: monotonic, self: weak.Make(p)}
+	p.ret = &retention{clock: clock.Now, self: weak.Make(p)}
 	p.ret.start = p.ret.clock()
-	hookGC(p.ret.self)
+	tended.mu.Lock()
+	tended.pools = append(tended.pools, p.ret.self)
+	if !tended.hooked {
+		tended.hooked = true
+		runtime.SetFinalizer(new(gcSentinel), afterGC) // unreachable at once: its finalizer marks each GC cycle
+	}
+	tended.mu.Unlock()
 	runtime.AddCleanup(p, emptyReserves, p.elastic)
 }
 
@@ -91,26 +96,41 @@ func emptyReserves(classes []elasticClass) {
 	}
 }
 
-// hookGC arranges for afterGC to run after the next GC cycle.
-func hookGC(w weak.Pointer[Pool]) {
-	runtime.AddCleanup(new(gcSentinel), afterGC, w)
+// tended lists the Elastic pools the GC hook tends, weakly, so that the
+// list keeps none of them alive.
+var tended struct {
+	mu    sync.Mutex
+	pools []weak.Pointer[Pool]
+	// hooked: the GC hook is armed (once, by the first pool, for good).
+	hooked bool
 }
 
-// gcSentinel is garbage as soon as it is made; its cleanup marks a GC cycle.
-// 16 bytes, so that it is not a tiny allocation, whose cleanup may never run.
+// gcSentinel is unreachable from the moment the hook is armed; its
+// finalizer runs after every GC cycle and sets itself again, which keeps
+// the sentinel for the next cycle: the hook costs no allocation per cycle.
+// 16 bytes, so that it is not a tiny allocation, whose finalizer may never
+// run.
 type gcSentinel [16]byte
 
-// afterGC tends the pool after a GC cycle, and hooks the next one, until
-// the pool is collected.
-func afterGC(w weak.Pointer[Pool]) {
-	p := w.Value()
-	if p == nil {
-		return
+// afterGC tends every Elastic pool after a GC cycle, forgets the ones
+// collected, and arms itself for the next cycle.
+func afterGC(s *gcSentinel) {
+	runtime.SetFinalizer(s, afterGC)
+	tended.mu.Lock()
+	defer tended.mu.Unlock()
+	live := tended.pools[:0]
+	for _, w := range tended.pools {
+		p := w.Value()
+		if p == nil {
+			continue
+		}
+		live = append(live, w)
+		if p.tend() {
+			p.arm()
+		}
 	}
-	hookGC(w)
-	if p.tend() {
-		p.arm()
-	}
+	clear(tended.pools[len(live):])
+	tended.pools = live
 }
 
 // arm starts the tending timer unless it runs already.
@@ -120,7 +140,7 @@ func (p *Pool) arm() {
 		return
 	}
 	w := r.self
-	time.AfterFunc(retainPeriod, func() {
+	time.AfterFunc(RetentionPeriod, func() {
 		p := w.Value()
 		if p == nil {
 			return
@@ -141,7 +161,7 @@ func (p *Pool) tend() (holding bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clock()
-	end := now-r.start >= int64(retainPeriod)
+	end := now-r.start >= int64(RetentionPeriod)
 	if end {
 		r.start = now
 	}
@@ -160,7 +180,7 @@ func (p *Pool) tend() (holding bool) {
 // holds.
 func (r *reserve) tend(e *elasticClass, end bool) int {
 	var batch [64]unsafe.Pointer
-	for taken := 0; taken < drainMax; {
+	for taken := 0; taken < drainMax && r.mayDrain(e); {
 		n := e.takeFree(batch[:])
 		if n == 0 {
 			break
@@ -180,6 +200,18 @@ func (r *reserve) tend(e *elasticClass, end bool) int {
 		r.low = len(r.bufs)
 	}
 	return len(r.bufs)
+}
+
+// mayDrain reports whether the class's sync.Pool may hold a buffer: whether
+// the class made buffers that neither its reserve holds nor the GC has
+// collected. Tending skips the others, because a sync.Pool Get after a GC
+// cycle allocates the pool's per-P array, even for a pool with nothing in
+// it: a class idle for good would cost an allocation every cycle.
+func (r *reserve) mayDrain(e *elasticClass) bool {
+	r.mu.Lock()
+	held := uint64(len(r.bufs))
+	r.mu.Unlock()
+	return sat(e.grows.Load(), e.releases.Load()) > held
 }
 
 // takeFree fills dst with idle buffers from the class's sync.Pool, as

@@ -17,7 +17,7 @@ type fakeClock struct{ t atomic.Int64 }
 
 func (c *fakeClock) now() int64      { return c.t.Load() }
 func (c *fakeClock) advance(d int64) { c.t.Add(d) }
-func (c *fakeClock) periods(k int64) { c.advance(k * int64(bytepool.RetainPeriod)) }
+func (c *fakeClock) periods(k int64) { c.advance(k * int64(bytepool.RetentionPeriod)) }
 func withClock(p *bytepool.Pool) *fakeClock {
 	c := new(fakeClock)
 	p.SetClock(c.now)
@@ -88,7 +88,7 @@ func (m *retainModel) put() {
 func (m *retainModel) tend(now int64) {
 	m.r += m.s
 	m.s = 0
-	if now-m.start >= int64(bytepool.RetainPeriod) {
+	if now-m.start >= int64(bytepool.RetentionPeriod) {
 		m.start = now
 		m.r -= m.low
 		m.gone += m.low
@@ -133,7 +133,7 @@ func TestElastic_RetentionFollowsAModel(t *testing.T) {
 				m.put()
 			}
 		default: // time passes, and the pool is tended
-			c.advance(rng.Int64N(int64(bytepool.RetainPeriod) * 3 / 2))
+			c.advance(rng.Int64N(int64(bytepool.RetentionPeriod) * 3 / 2))
 			m.tend(c.now())
 			p.Tend()
 			if r, gone := p.Reserve(class); r != m.r || gone != uint64(m.gone) {
@@ -183,7 +183,7 @@ func TestElastic_RetentionKeepsThePeakWhileRecent(t *testing.T) {
 		runtime.GC()
 	}
 	p.Tend() // what the GC hook does after each cycle
-	c.advance(int64(bytepool.RetainPeriod) * 3 / 2)
+	c.advance(int64(bytepool.RetentionPeriod) * 3 / 2)
 	p.Tend() // a period passed: nothing was idle through it
 	for range 5 {
 		runtime.GC()
