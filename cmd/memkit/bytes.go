@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bytedance/gopkg/lang/mcache"
 	libp2p "github.com/libp2p/go-buffer-pool"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/grpcpool/grpctest"
 )
 
 // This file is the []byte family: bytepool against make, sync.Pool and the
@@ -208,8 +210,14 @@ var sizes = []int{64, 512, 4 << 10, 64 << 10, 1 << 20}
 // (512 MiB). Tests shrink it.
 var burst = struct{ size, count int }{64 << 10, 8192}
 
-// burstGCs is how many GC cycles BurstIdle lets pass before it measures.
+// burstGCs is how many GC cycles BurstIdle lets pass before it measures,
+// after burstIdleTime with no Gets.
 const burstGCs = 3
+
+// burstIdleTime is how long BurstIdle idles after the burst: the time
+// bytepool's retention rule takes to give back what no Get needs
+// (grpctest.IdleTime). With -short, tests set it to 0.
+var burstIdleTime = grpctest.IdleTime
 
 func byteWorkloads() []byteWorkload {
 	var ws []byteWorkload
@@ -311,7 +319,8 @@ func crossGoroutine(b *testing.B, a allocator, n int) {
 }
 
 // burstIdle is BurstIdle: take count buffers of size bytes at once, return
-// them all, let burstGCs GC cycles pass, and report how much of the burst
+// them all, idle for burstIdleTime, let burstGCs GC cycles pass, and report
+// how much of the burst
 // the heap still holds (retained-B, retained-%), measured from before the
 // allocator was made, so a pool's up-front reservation counts. An allocator
 // that reports memkit.Stats also reports the most its Stats.ReservedBytes
@@ -357,6 +366,7 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 		}
 		release()
 		b.StopTimer()
+		time.Sleep(burstIdleTime)
 		settle()
 		runtime.ReadMemStats(&ms)
 		if ms.HeapInuse > base {
