@@ -326,7 +326,9 @@ func crossGoroutine(b *testing.B, a allocator, n int) {
 // that reports memkit.Stats also reports the most its Stats.ReservedBytes
 // reached (peak-reserved-B) and how many Gets it served from the heap
 // instead of its own memory (heap-fallbacks: a Bounded pool past its
-// budget). ns/op is the time of one burst's Gets and Puts.
+// budget), and allocs/new-buf: the heap allocations of the burst's Gets
+// per buffer, each one new to the fresh allocator (make's is 1). ns/op is
+// the time of one burst's Gets and Puts.
 func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 	b.ReportAllocs()
 	hold := make([]buf, count)
@@ -334,6 +336,7 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 		ms             runtime.MemStats
 		st             memkit.Stats
 		retained, peak uint64
+		perBuf         float64 // allocations per buffer of the burst, all new
 		fallbacks      uint64
 		hasStats       bool
 		readPeak       = func(a allocator) {
@@ -351,6 +354,8 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 		base := ms.HeapInuse
 		a := newAlloc()
 		l, release := local(a)
+		runtime.ReadMemStats(&ms)
+		mallocs := ms.Mallocs
 		b.StartTimer()
 		for i := range hold {
 			p, h := l.get(size)
@@ -358,6 +363,8 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 			hold[i] = buf{p, h}
 		}
 		b.StopTimer()
+		runtime.ReadMemStats(&ms)
+		perBuf = float64(ms.Mallocs-mallocs) / float64(count)
 		readPeak(a)
 		b.StartTimer()
 		for i := range hold {
@@ -376,6 +383,7 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 		runtime.KeepAlive(a) // a long-lived pool: it must not be collected
 	}
 	b.StartTimer()
+	b.ReportMetric(perBuf, "allocs/new-buf")
 	b.ReportMetric(float64(retained), "retained-B")
 	b.ReportMetric(100*float64(retained)/float64(size*count), "retained-%")
 	if hasStats {
