@@ -203,7 +203,7 @@ func (p *Pool) grow(c int) unsafe.Pointer {
 		return nil
 	}
 	// Under 16 bytes the Go heap would pack the buffer with others in one
-	// tiny allocation, whose cleanup may never run.
+	// tiny allocation, whose finalizer may never run.
 	b := make([]byte, max(e.size, 16))[:e.size]
 	if checked.Enabled {
 		checked.Fill(b, checked.PoisonByte)

@@ -32,9 +32,10 @@ import (
 // class step (with the default 4 classes per doubling, under 20% for sizes
 // above 64 bytes, 25% for the smallest). Buffers are not zeroed unless the
 // pool was built [WithZeroing]. An [Elastic] pool's buffers live on the Go
-// heap, one object each, and idle ones are returned to the GC within three
-// GC cycles; a [Bounded] pool's live in one Go-heap region reserved at New
-// that the GC never scans.
+// heap, one object each, and idle ones go back to the GC once no Get has
+// needed them for a whole [RetentionPeriod] (see the package
+// documentation, "Retention"); a [Bounded] pool's live in one Go-heap
+// region reserved at New that the GC never scans.
 type Pool struct {
 	// Class lookup, copied from the size-class table for the hot path.
 	minSize  int
