@@ -97,9 +97,17 @@
 // second cycle after that (the first runs their finalizers, which count
 // them in Stats.Releases). A pool that is idle has no timer running once
 // its reserves are empty, and an unreachable pool is collected with what it
-// holds. A buffer made while a GC cycle came too soon after the last for
-// the tending step to have run (a burst of cycles) is filed into the
-// reserve by the next Put, not the sync.Pool. A [Cache]'s own lists are
+// holds.
+//
+// What the tending step cannot reach: a sync.Pool Get takes from another
+// P only what that P holds in its shared list, not the one buffer in its
+// private slot, and a GC cycle that comes before the step after the
+// previous one drops what stayed idle through both. So a buffer Get had to
+// make is filed into the reserve by the next Put, and a class that lost a
+// buffer to the GC (its Releases went past what its reserve gave back: a
+// buffer a user never put back counts too) files every Put into its
+// reserve, a mutex-guarded stack, until a whole period passes without
+// another loss. A [Cache]'s own lists are
 // not tended (only its goroutine may touch them): each holds at most a
 // magazine per class until the Cache refills, spills or is released, and
 // what it spills follows the rule.

@@ -36,7 +36,7 @@ type elasticFields struct {
 	free      sync.Pool
 	size      int
 	alignMask atomic.Uintptr // every buffer of the class starts at a multiple of alignMask+1 (see misaligned)
-	short     atomic.Int64   // buffers Put files into the reserve (see retain.go): on Put's cache line
+	short     atomic.Int64   // > 0: Put files into the reserve (see retain.go); on Put's cache line
 	budget    *budget.Budget // the pool's, or nil
 
 	// Sampled counts (see [Pool.sampled]): Get and Put by the Pool of the

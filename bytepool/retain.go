@@ -58,16 +58,40 @@ type reserve struct {
 	mu   sync.Mutex
 	bufs []unsafe.Pointer
 	low  int    // the fewest buffers held since the period began
-	gone uint64 // buffers given back, for tests
+	gone uint64 // buffers given back
+
+	// Losses (see losing): the most releases not explained by buffers given
+	// back seen so far; whether the class lost buffers in this period; and
+	// whether it files every Put into the reserve because it did.
+	lostMax           int64
+	lostNow, retained bool
 }
 
-// The shortfall (elasticFields.short) is a backstop for a GC cycle that
-// comes before the tending step after the previous one has run (sync.Pool
-// then drops what stayed idle through both): a Get that finds neither tier
-// holding a buffer makes one and adds one to the shortfall, and while it is
-// above zero Put files buffers into the reserve, where no GC cycle drops
-// them, instead of the sync.Pool. Put reads it with one load from the
-// cache line it reads the class size from; only slow paths write it.
+// What sync.Pool drops. The tending step empties every sync.Pool it can
+// reach, but a sync.Pool Get takes from another P's list only what that P
+// has in its shared part, not the one buffer in its private slot: a class
+// that no Get on that P asks for keeps a buffer there through two GC cycles
+// and loses it to the GC. And a GC cycle that comes before the tending step
+// after the previous one (a burst of cycles) drops what stayed idle through
+// both. So Put files a buffer into the reserve instead of the sync.Pool
+// while the class is short (elasticFields.short > 0), which it is in two
+// cases:
+//
+//   - A Get that found neither tier holding a buffer made one and added one
+//     to the shortfall; the next Put takes it off.
+//   - The class lost buffers to the GC: its Releases, which the finalizers
+//     count, went past what its reserve gave back (their running maximum,
+//     so that buffers given back and not yet finalized do not look like a
+//     loss when they are). The tending step adds lossBias to the shortfall,
+//     and takes it off at the end of the first period with no new loss. A
+//     buffer a user never puts back counts as lost, too.
+//
+// Put reads the shortfall with one load from the cache line it reads the
+// class size from; only slow paths write it.
+
+// lossBias is what a class losing buffers adds to its shortfall: more than
+// any count of Gets can take off.
+const lossBias = 1 << 40
 
 // newRetention sets up p's tending: its place in the list the GC hook
 // tends, and a cleanup that empties the reserves once p is collected. (The
@@ -195,11 +219,33 @@ func (r *reserve) tend(e *elasticClass, end bool) int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.losing(e, end)
 	if end {
 		r.giveBack(r.low)
 		r.low = len(r.bufs)
 	}
 	return len(r.bufs)
+}
+
+// losing notes whether the class lost buffers to the GC since the last
+// step, and puts it into the mode where every Put files into the reserve,
+// or, at the end of a period without a loss, out of it.
+func (r *reserve) losing(e *elasticClass, end bool) {
+	if unexplained := int64(e.releases.Load()) - int64(r.gone); unexplained > r.lostMax {
+		r.lostMax = unexplained
+		r.lostNow = true
+		if !r.retained {
+			r.retained = true
+			e.short.Add(lossBias)
+		}
+	}
+	if end {
+		if r.retained && !r.lostNow {
+			r.retained = false
+			e.short.Add(-lossBias)
+		}
+		r.lostNow = false
+	}
 }
 
 // mayDrain reports whether the class's sync.Pool may hold a buffer: whether
@@ -273,8 +319,8 @@ func (r *reserve) popInto(dst []unsafe.Pointer) int {
 }
 
 // parkShort files the idle buffer at ptr, marked, into the reserve for a
-// Put that found the class short, and takes one off the shortfall; or into
-// the sync.Pool, if other Puts made the shortfall up first.
+// Put that found the class short, and takes one off a counted shortfall;
+// or into the sync.Pool, if other Puts made the shortfall up first.
 func (e *elasticClass) parkShort(ptr unsafe.Pointer) {
 	for {
 		n := e.short.Load()
@@ -282,7 +328,7 @@ func (e *elasticClass) parkShort(ptr unsafe.Pointer) {
 			e.free.Put(ptr)
 			return
 		}
-		if e.short.CompareAndSwap(n, n-1) {
+		if n >= lossBias || e.short.CompareAndSwap(n, n-1) {
 			break
 		}
 	}

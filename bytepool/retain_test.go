@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/race"
@@ -230,5 +231,51 @@ func TestElastic_NewBufferCostsOneAllocation(t *testing.T) {
 	}
 	if s := readStats(p); s.Grows != uint64(len(held)) {
 		t.Fatalf("Grows = %d; want the %d buffers made", s.Grows, len(held))
+	}
+}
+
+// TestElastic_ClassThatLosesBuffersFilesPutsIntoTheReserve: once the GC
+// collected a buffer of a class that its reserve did not give back (here one
+// never put back; sync.Pool's drops count the same), every Put of the class
+// goes to the reserve, which no GC cycle empties, until a whole period
+// passes without another loss.
+func TestElastic_ClassThatLosesBuffersFilesPutsIntoTheReserve(t *testing.T) {
+	exactPools(t)
+	const size = 8 << 10
+	p := mustNew(t)
+	c := withClock(p)
+	class := classOf(p, size)
+	held := func() int { n, _ := p.Reserve(class); return n }
+	// Two buffers made: their Puts make up the shortfall, into the reserve.
+	b1, b2 := p.Get(size), p.Get(size)
+	p.Put(b1)
+	p.Put(b2)
+	if held() != 2 {
+		t.Fatalf("the Puts that make up the shortfall left %d in the reserve; want 2", held())
+	}
+	// Both out again; one comes back (to the sync.Pool), one is lost.
+	b1 = p.Get(size)
+	func() { _ = p.Get(size)[0] }()
+	p.Put(b1)
+	if held() != 0 {
+		t.Fatalf("before any loss a Put left %d in the reserve; want 0", held())
+	}
+	waitStats(t, p, func(s *memkit.Stats) bool { return s.Releases == 1 })
+	p.Tend() // sees the loss, and drains the sync.Pool's buffer into the reserve
+	p.Put(p.Get(size))
+	if held() != 1 {
+		t.Fatalf("after a loss a Put left the reserve holding %d; want 1", held())
+	}
+	c.periods(1)
+	p.Tend() // the period of the loss ends: the buffer was used in it
+	c.periods(1)
+	p.Tend() // a whole period without a loss, nor a Get: the buffer goes back
+	if n, gone := p.Reserve(class); n != 0 || gone != 1 {
+		t.Fatalf("two periods after the loss the reserve holds %d and gave back %d; want 0 and 1", n, gone)
+	}
+	p.Put(p.Get(size)) // made: the Put makes up the shortfall
+	p.Put(p.Get(size)) // from the reserve, and back to the sync.Pool
+	if held() != 0 {
+		t.Fatalf("a period without a loss, a Put left %d in the reserve; want 0", held())
 	}
 }
