@@ -37,6 +37,18 @@ func init() {
 			)
 		}
 	}
+	// The same at the sizes where gRPC's default pool holds a larger live
+	// heap (its 1 MiB tier serves 33 KiB-1 MiB), and so, under GOGC, waits
+	// longer between GC cycles: both pools under one memory limit instead.
+	for _, kind := range []string{"unary", "stream"} {
+		for _, size := range []int{1 << 10, 64 << 10} {
+			w := "GRPCBenchEqualHeap/kind=" + kind + "/size=" + sizeName(size)
+			register(
+				bench{workload: w, impl: "memkit", run: func(b *testing.B) { grpcServiceLimited(b, must(grpcpool.New()), kind, size) }},
+				bench{workload: w, impl: "grpc", run: func(b *testing.B) { grpcServiceLimited(b, nil, kind, size) }},
+			)
+		}
+	}
 	// grpc-go issue 8500: responses growing from 1 MiB to 4 MiB, then idle
 	// for grpcIdle; retained-% is what the heap keeps after two GC cycles
 	// more.
@@ -60,6 +72,18 @@ func grpcRPC(b *testing.B, pool mem.BufferPool, kind string, size int) {
 func grpcService(b *testing.B, pool mem.BufferPool, kind string, sizes []int) {
 	s := grpctest.StartService(b, pool)
 	s.MeasureService(b, s.Caller(b, kind, sizes), 100)
+}
+
+// equalHeapRoom is the room above the process's memory that
+// GRPCBenchEqualHeap's memory limit leaves for buffers and garbage.
+const equalHeapRoom = 16 << 20
+
+// grpcServiceLimited is grpcService with the GC run on a memory limit
+// (grpctest.LimitHeap: GOGC off, equalHeapRoom above the memory in use)
+// instead of GOGC.
+func grpcServiceLimited(b *testing.B, pool mem.BufferPool, kind string, size int) {
+	grpctest.LimitHeap(b, equalHeapRoom)
+	grpcService(b, pool, kind, []int{size})
 }
 
 // grpcIdle is how long GRPCGrowIdle lets the service idle before its GC
