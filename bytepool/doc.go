@@ -75,20 +75,19 @@
 // program moving large messages runs a GC every few of them, so an Elastic
 // pool keeps a reserve per class behind its sync.Pool, and tends it: after
 // every GC cycle (a hook shared by all pools, costing no allocation) and,
-// while the pool holds idle buffers, once a second on a timer, it moves
-// every idle buffer of each class's sync.Pool into the reserve. The rule,
-// with the [RetentionPeriod] of 1 s measured on the monotonic clock from
-// tending step to tending step:
+// while the pool holds idle buffers or has just made one, on a timer once
+// every [RetentionPeriod] (1 s, on the monotonic clock), each tending step
+// moves every idle buffer of each class's sync.Pool into the reserve. A
+// period runs from one of the timer's steps to the next. The rule:
 //
 //   - A Get takes from the sync.Pool first, then from the reserve, and only
 //     then makes a buffer. So the fewest buffers a reserve held at any
 //     moment of a period (its low-water mark) were idle through all of it
 //     while every Get of it was served.
-//   - At the first tending step at least a period after the current period
-//     began, each class gives back that many of its reserve's oldest
-//     buffers, and a new period begins with the mark at what the reserve
-//     then holds. Buffers found idle in the sync.Pool join the reserve
-//     without lowering the mark.
+//   - At the end of each period, each class gives back that many of its
+//     reserve's oldest buffers, and the next period begins with the mark at
+//     what the reserve then holds. Buffers a step finds idle in the
+//     sync.Pool join the reserve without lowering the mark.
 //
 // So the buffers that the peak of in-use buffers needed in one period stay
 // through the next, however many GC cycles pass; once demand falls, the

@@ -37,8 +37,8 @@ func (p *Pool) SetClock(now func() int64) {
 	r.start = now()
 }
 
-// Tend runs the tending step that the GC hook and the timer run.
-func (p *Pool) Tend() bool { return p.tend() }
+// Tend runs the timer's tending step.
+func (p *Pool) Tend() bool { return p.tend(true) }
 
 // Reserve reports how many idle buffers class c's reserve holds, and how
 // many it has given back.

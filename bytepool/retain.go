@@ -27,12 +27,13 @@ import (
 // the end of the period the class gives back that many, its oldest, and
 // starts the next with the mark at what it holds then. Buffers the tending
 // step finds in the sync.Pool join the reserve without lowering the mark,
-// so each is kept for one whole period more. Hence, in time: the buffers
-// the peak of a period needed stay through the next period; an idle buffer
-// is given back at most two periods after demand last reached it, at the
-// first tending step past that (the timer runs one each period); and the
-// GC frees it at its next cycle. The step reads a monotonic clock through
-// an injectable func, so tests drive it with a clock of their own.
+// so each is kept for one whole period more. Periods run from one of the
+// timer's steps to the next (see tend). Hence, in time: the buffers the
+// peak of a period needed stay through the next period; an idle buffer is
+// given back at most two periods after demand last reached it; and the GC
+// frees it at its second cycle after that (the first runs its finalizer).
+// The step reads a monotonic clock (internal/clock) through an injectable
+// func, so tests drive it with a clock of their own.
 
 // RetentionPeriod is the retention period of an [Elastic] pool: at the end
 // of each, a class gives back the idle buffers no Get needed during all of
@@ -149,7 +150,7 @@ func afterGC(s *gcSentinel) {
 			continue
 		}
 		live = append(live, w)
-		if p.tend() {
+		if p.tend(false) {
 			p.arm()
 		}
 	}
@@ -170,22 +171,30 @@ func (p *Pool) arm() {
 			return
 		}
 		p.ret.armed.Store(false)
-		if p.tend() {
+		if p.tend(true) {
 			p.arm()
 		}
 	})
 }
 
 // tend moves every idle buffer of the classes' sync.Pools into their
-// reserves and, if a retention period has passed since the current one
-// began, gives back what each reserve held idle through all of it. It
-// reports whether any reserve still holds a buffer.
-func (p *Pool) tend() (holding bool) {
+// reserves and, for the timer's step (mayEnd) if a retention period has
+// passed since the current one began, gives back what each reserve held
+// idle through all of it. It reports whether any reserve still holds a
+// buffer.
+//
+// Only the timer's steps end periods, so that periods run from one timer
+// step to the next: a buffer the step after demand fell finds in a
+// sync.Pool is given back at the timer's next step, two periods at most
+// after demand last needed it. (Were a GC cycle's step to end a period, the
+// timer's next step could fall just short of a period after it, and such a
+// buffer would wait a third.)
+func (p *Pool) tend(mayEnd bool) (holding bool) {
 	r := p.ret
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clock()
-	end := now-r.start >= int64(RetentionPeriod)
+	end := mayEnd && now-r.start >= int64(RetentionPeriod)
 	if end {
 		r.start = now
 	}
