@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -475,11 +474,10 @@ func (shortWriter) Write(p []byte) (int, error) { return len(p) / 2, nil }
 // TestPool_BurstDecays holds many large buffers at once, frees them, and
 // checks that the storage the pool keeps goes back to the GC once
 // bytepool's retention rule says (two idle retention periods, on a clock
-// the test moves; the pool is tended after each GC cycle) instead of
-// staying pinned.
+// the test moves, which runs the pool's timer) instead of staying pinned.
 func TestPool_BurstDecays(t *testing.T) {
-	var now atomic.Int64
-	t.Cleanup(clock.Set(now.Load))
+	var fake clock.Fake
+	t.Cleanup(clock.Set(&fake))
 	p := mustPool(t)
 	const n, size = 200, 64 << 10
 	bs := make([]*buffer.Buffer, n)
@@ -498,7 +496,7 @@ func TestPool_BurstDecays(t *testing.T) {
 		limit += checked.QuarantineBytes // bytepool's quarantine holds the last frees
 	}
 	for range 50 {
-		now.Add(int64(bytepool.RetentionPeriod))
+		fake.Advance(bytepool.RetentionPeriod) // the pool's timer runs its tending step
 		runtime.GC()
 		time.Sleep(time.Millisecond) // let the GC's cleanups run
 		if st := readStats(p); st.ReservedBytes < limit {

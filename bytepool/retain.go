@@ -165,7 +165,7 @@ func (p *Pool) arm() {
 		return
 	}
 	w := r.self
-	time.AfterFunc(RetentionPeriod, func() {
+	clock.AfterFunc(RetentionPeriod, func() {
 		p := w.Value()
 		if p == nil {
 			return
