@@ -71,6 +71,10 @@ func (p *Pool) newElastic(cfg *config) {
 		e.alignMask.Store(initialAlignMask(size))
 		e.budget = p.budget
 		e.fin = func(*byte) { collected(e) }
+		if size >= reserveOnly {
+			e.res.always = true
+			e.short.Store(lossBias)
+		}
 	}
 	p.newRetention()
 }

@@ -228,7 +228,10 @@ func (p *Pool) getSlow(n int) []byte {
 		return p.getBounded(c, n)
 	}
 	e := &p.elastic[c]
-	ptr, _ := e.free.Get().(unsafe.Pointer)
+	var ptr unsafe.Pointer
+	if !e.res.always { // a class that keeps its idle buffers in the reserve has nothing in its sync.Pool
+		ptr, _ = e.free.Get().(unsafe.Pointer)
+	}
 	if ptr == nil {
 		return p.getNew(c, n)
 	}

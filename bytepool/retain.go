@@ -66,6 +66,7 @@ type reserve struct {
 	// whether it files every Put into the reserve because it did.
 	lostMax           int64
 	lostNow, retained bool
+	always            bool // a class of reserveOnly bytes or more: every Put files into the reserve
 }
 
 // What sync.Pool drops. The tending step empties every sync.Pool it can
@@ -93,6 +94,15 @@ type reserve struct {
 // lossBias is what a class losing buffers adds to its shortfall: more than
 // any count of Gets can take off.
 const lossBias = 1 << 40
+
+// reserveOnly is the smallest class whose Puts always file into the
+// reserve, as if the class were losing buffers for good: for buffers this
+// large a mutex costs nothing next to their use (a Get and Put pair costs
+// tens of nanoseconds more; writing 256 KiB takes microseconds), and a
+// sync.Pool would keep the one buffer in each P's private slot out of the
+// tending step's reach, so that an idle buffer of megabytes could wait for
+// two GC cycles instead of two periods.
+const reserveOnly = 256 << 10
 
 // newRetention sets up p's tending: its place in the list the GC hook
 // tends, and a cleanup that empties the reserves once p is collected. (The
@@ -243,13 +253,13 @@ func (r *reserve) losing(e *elasticClass, end bool) {
 	if unexplained := int64(e.releases.Load()) - int64(r.gone); unexplained > r.lostMax {
 		r.lostMax = unexplained
 		r.lostNow = true
-		if !r.retained {
+		if !r.retained && !r.always {
 			r.retained = true
 			e.short.Add(lossBias)
 		}
 	}
 	if end {
-		if r.retained && !r.lostNow {
+		if r.retained && !r.lostNow && !r.always {
 			r.retained = false
 			e.short.Add(-lossBias)
 		}

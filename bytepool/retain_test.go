@@ -279,3 +279,23 @@ func TestElastic_ClassThatLosesBuffersFilesPutsIntoTheReserve(t *testing.T) {
 		t.Fatalf("a period without a loss, a Put left %d in the reserve; want 0", held())
 	}
 }
+
+// TestElastic_LargeClassesKeepIdleBuffersInTheReserve: from 256 KiB up,
+// every Put files into the reserve, which the tending step reaches whole,
+// never into a sync.Pool.
+func TestElastic_LargeClassesKeepIdleBuffersInTheReserve(t *testing.T) {
+	exactPools(t)
+	p := mustNew(t)
+	for _, size := range []int{256 << 10, 1 << 20} {
+		class := classOf(p, size)
+		for i := range 3 {
+			p.Put(p.Get(size))
+			if held, _ := p.Reserve(class); held != 1 {
+				t.Fatalf("size %d, Get+Put %d: the reserve holds %d; want 1", size, i, held)
+			}
+		}
+	}
+	if held, _ := p.Reserve(classOf(p, 128<<10)); held != 0 {
+		t.Fatalf("a class under 256 KiB holds %d in its reserve before any Put", held)
+	}
+}
