@@ -7,6 +7,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
@@ -207,6 +208,7 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		}
 		p.shards[i/shardEntries].w.Store(p.shards[i/shardEntries].w.Load() | 1<<(i%shardEntries))
 	}
+	owned.Add(p.mem, "buffer.FixedPool", true)
 	return p, nil
 }
 
@@ -254,7 +256,7 @@ func (p *FixedPool) take(i int) *Buffer {
 	// owned false, but a stale write through the header since may have
 	// grown it into bytepool storage (which the GC takes back): reset
 	// them, or the next Close would give the buffer's reserved memory to bytepool.
-	b.buf, b.off, b.owned = p.mem[i*p.size:i*p.size:(i+1)*p.size], 0, false
+	b.buf, b.off, b.owned, b.lastRead = p.mem[i*p.size:i*p.size:(i+1)*p.size], 0, false, opInvalid
 	return b
 }
 

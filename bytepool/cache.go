@@ -200,6 +200,7 @@ func (c *Cache) refill(cl, n int) []byte {
 		got = e.takeFree(want)
 		got += e.res.popInto(want[got:])
 		if got == 0 {
+			mustServe(l.size)
 			ptr := p.takeIdle(cl)
 			if ptr == nil {
 				return p.fallback(cl, n)

@@ -119,8 +119,10 @@
 // # Misuse
 //
 //   - Get(n) with n < 0 panics: "memkit/bytepool: negative size"; a size
-//     above the largest class that the Go heap cannot address panics with
-//     "memkit/bytepool: size ... is more than the heap can serve".
+//     the machine cannot serve now (asked of the kernel before anything is
+//     reserved, for sizes of 64 MiB and more) panics with "memkit/bytepool:
+//     size ... is more than the machine can allocate now", never the
+//     runtime's fatal out-of-memory; TryGet reports false.
 //   - Put of a buffer whose capacity is no class is dropped and counted in
 //     Stats.BadFrees; it is never filed into a class it does not fit.
 //   - Put of a re-sliced buffer whose start moved: a Bounded pool drops and
@@ -141,7 +143,9 @@
 //     like a first, in both policies: the buffer then goes back on a free
 //     list while in use (its first 8 bytes take the mark), and a later Get
 //     shares it. An Elastic pool also takes foreign memory whose capacity
-//     is a class's, aligned as heap buffers are, for its own, and keeps it.
+//     is a class's, aligned as heap buffers are, for its own, and keeps it,
+//     unless another memkit allocator owns it (a FixedPool's or Bounded
+//     pool's buffer, an extent range, offheap memory): Put panics then.
 //     A write after Put lands in the idle buffer, and a write into the slack
 //     past the length stays in the buffer (its capacity is locked). The
 //     checked build reports all of them.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 )
 
 // slabShift fixes a Bounded pool's slab at 64 KiB: small enough that every
@@ -78,6 +79,7 @@ func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region,
 		cursor:   make([]cursor, len(sizes)),
 	}
 	r.base = uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
+	owned.Add(r.mem, "a Bounded bytepool", true)
 	for i := range r.classOf {
 		r.classOf[i].Store(-1)
 	}

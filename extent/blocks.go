@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/offheap"
 )
@@ -157,6 +158,7 @@ func (a *Allocator) addBlock(mem []byte, fallback bool) int32 {
 		a.heapRes += uint64(len(mem))
 	}
 	a.alert.Charge(int64(len(mem)))
+	owned.Add(mem, "extent", !a.cfg.offHeap || fallback)
 	return id
 }
 
@@ -183,6 +185,7 @@ func (a *Allocator) dropBlock(id, x int32) {
 			break
 		}
 	}
+	owned.Remove(blk.mem, "extent")
 	a.blocks[id] = block{}
 	a.freeIDs = append(a.freeIDs, id)
 	if a.hint == id {
