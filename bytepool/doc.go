@@ -108,9 +108,9 @@
 // buffer a user never put back counts too) files every Put into its
 // reserve, a mutex-guarded stack, until a whole period passes without
 // another loss. Classes of 256 KiB and more keep no buffer in a sync.Pool
-// at all: their Get and Put take the reserve's mutex (732 -> 772
-// instructions per Get and Put of 1 MiB, next to microseconds of using
-// the buffer), and so the rule reaches every idle buffer of megabytes. A
+// at all: their Get and Put take the reserve's mutex (about 75 more
+// instructions per Get and Put of 1 MiB, next to microseconds of using the
+// buffer), and so the rule reaches every idle buffer of megabytes. A
 // [Cache]'s own lists are
 // not tended (only its goroutine may touch them): each holds at most a
 // magazine per class until the Cache refills, spills or is released, and
