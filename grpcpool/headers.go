@@ -10,7 +10,7 @@ import (
 // back. A sync.Pool would drop them at every other GC cycle, and under
 // large messages gRPC runs a GC every few RPCs: each RPC would make its
 // headers again. So they wait in headerShards shards of up to
-// headersPerShard each (24 KiB of headers in all, kept for good: 24 bytes
+// headersPerShard each (4096 headers, 96 KiB, kept for good: 24 bytes
 // each); a header past that goes to the GC. A goroutine tries its home
 // shard (internal/shard's stack hint) and then the others, so that headers
 // got on one goroutine and put back on another are found.
@@ -20,7 +20,7 @@ type headers struct {
 
 const (
 	headerShards    = 16
-	headersPerShard = 64
+	headersPerShard = 256
 )
 
 type headerShard struct {

@@ -25,7 +25,7 @@ const DefaultMaxSize = 4 << 20
 // Get and Put cost bytepool's Get and Put (see [bytepool.Pool]) plus a pop
 // or push of the *[]byte header on a shard of idle headers (one
 // uncontended compare-and-swap), and allocate nothing once warm: the pool
-// keeps up to 1024 idle headers (24 KiB) however often the GC runs.
+// keeps up to 4096 idle headers (96 KiB) however often the GC runs.
 // Buffers are rounded up to bytepool's classes, are not zeroed, and live on
 // the Go heap; idle ones go back to the GC as bytepool's Elastic retention
 // rule says.
