@@ -10,6 +10,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/clock"
 	"github.com/memkit/memkit/internal/race"
 )
 
@@ -297,5 +298,36 @@ func TestElastic_LargeClassesKeepIdleBuffersInTheReserve(t *testing.T) {
 	}
 	if held, _ := p.Reserve(classOf(p, 128<<10)); held != 0 {
 		t.Fatalf("a class under 256 KiB holds %d in its reserve before any Put", held)
+	}
+}
+
+// TestElastic_TimerGivesBackIdleBuffersWithinTwoPeriods: with no GC cycle
+// and no call, the pool's own timer gives back every idle buffer within two
+// periods of its last use (the clock is a Fake, whose Advance runs the
+// timer).
+func TestElastic_TimerGivesBackIdleBuffersWithinTwoPeriods(t *testing.T) {
+	exactPools(t)
+	var fake clock.Fake
+	t.Cleanup(clock.Set(&fake))
+	const size, count = 64 << 10, 16
+	p := mustNew(t)
+	class := classOf(p, size)
+	bufs := make([][]byte, count)
+	for i := range bufs {
+		bufs[i] = p.Get(size)
+	}
+	for _, b := range bufs {
+		p.Put(b)
+	}
+	fake.Advance(bytepool.RetentionPeriod) // a period in which all were used
+	if held, gone := p.Reserve(class); held != count || gone != 0 {
+		t.Fatalf("one period after the burst the reserve holds %d and gave back %d; want %d and 0", held, gone, count)
+	}
+	fake.Advance(bytepool.RetentionPeriod) // a period in which none was
+	if held, gone := p.Reserve(class); held != 0 || gone != count {
+		t.Fatalf("two periods after the burst the reserve holds %d and gave back %d; want 0 and %d", held, gone, count)
+	}
+	if s := readStats(p); s.Grows != count {
+		t.Fatalf("Grows = %d; want %d", s.Grows, count)
 	}
 }
