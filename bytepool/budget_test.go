@@ -100,8 +100,9 @@ func TestElastic_BudgetFallsBackAndCounts(t *testing.T) {
 		p.Put(b)
 	}
 	clear(bufs)
-	// The pool drops idle buffers within two GC cycles, and each collected
-	// buffer gives its bytes back to the budget.
+	// The pool gives idle buffers back after two idle retention periods, and
+	// each collected buffer gives its bytes back to the budget.
+	giveBackIdle(p, withClock(p))
 	s := waitStats(t, p, func(s *memkit.Stats) bool { return s.ReservedBytes == 0 })
 	if s.Releases != 4 {
 		t.Fatalf("after the GC collected the idle buffers: %v", &s)
@@ -112,9 +113,9 @@ func TestElastic_BudgetFallsBackAndCounts(t *testing.T) {
 }
 
 // waitStats runs GC cycles until ok holds for the pool's stats, and
-// returns them: the GC drops idle buffers after two cycles and runs their
-// cleanups on its own goroutine after that, so this waits rather than
-// assume; a minute without it is a failure.
+// returns them: the GC runs the finalizers of the buffers it found
+// unreachable on their own goroutine after the cycle, so this waits rather
+// than assume; a minute without it is a failure.
 func waitStats(t *testing.T, p *bytepool.Pool, ok func(*memkit.Stats) bool) memkit.Stats {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)

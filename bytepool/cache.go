@@ -197,17 +197,11 @@ func (c *Cache) refill(cl, n int) []byte {
 		}
 	} else {
 		e := &p.elastic[cl]
-		for got < len(want) {
-			ptr, _ := e.free.Get().(unsafe.Pointer)
-			if ptr == nil {
-				break
-			}
-			want[got] = ptr
-			got++
-		}
+		got = e.takeFree(want)
+		got += e.res.popInto(want[got:])
 		if got == 0 {
 			mustServe(l.size)
-			ptr := p.grow(cl)
+			ptr := p.takeIdle(cl)
 			if ptr == nil {
 				return p.fallback(cl, n)
 			}
@@ -254,7 +248,7 @@ func (c *Cache) give(cl, keep int) {
 		e := &p.elastic[cl]
 		e.cputs.Add(p.countSampled(move))
 		for _, ptr := range move {
-			e.free.Put(ptr)
+			e.park(ptr)
 		}
 	}
 	clear(move)
