@@ -188,7 +188,9 @@ func (c *Cache) refill(cl, n int) []byte {
 		c.settle(cl)
 		d.mu.Unlock()
 		if got == 0 {
-			got = p.region.carve(cl, p.sizes[cl], want)
+			var took int
+			got, took = p.region.carve(cl, p.sizes[cl], want)
+			p.region.charge(took)
 		}
 		if got == 0 {
 			// The region is used up: take the pool's slow path, which steals
