@@ -27,9 +27,6 @@ func (b *Buffer) Storage() uintptr {
 // Owned reports whether b's storage came from bytepool.
 func (b *Buffer) Owned() bool { return b.owned }
 
-// Shards reports the number of shards of p.
-func (p *FixedPool) Shards() int { return len(p.shards) }
-
 // SizeofJSON and SizeofBuffer are the sizes the docs quote.
 const (
 	SizeofJSON   = unsafe.Sizeof(JSON{})

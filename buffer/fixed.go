@@ -1,7 +1,6 @@
 package buffer
 
 import (
-	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -33,22 +32,28 @@ import (
 // Buffer it hands out is not (see [Buffer]). The zero value is not usable:
 // a FixedPool must be created with [NewFixedPool]. It must not be copied.
 //
-// Checkout and Close take one uncontended compare-and-swap each, take no
-// lock and never allocate (a miss allocates the fresh buffer). The buffers
-// are grouped sixteen to a shard, whose idle buffers are the bits of one
-// atomic word, with the count of its checkouts in the word's other bits.
-// A goroutine checks out from the shard its stack address hashes to,
-// taking the lowest idle buffer, most likely the one it returned last,
-// still in cache; only when that shard is empty does it look at the
-// others, up to count/16 loads (so a Checkout racing with the Close of
-// the last idle buffer may miss it, and count a miss). Close sets the
-// buffer's bit back with a compare-and-swap that fails when the bit is set
-// already, which is what makes the double-Close check exact even when two
-// goroutines Close one buffer at once.
+// Checkout and Close take no lock and no locked instruction once warm, and
+// never allocate (a miss allocates the fresh buffer): each buffer has a
+// ticket, which waits in a sync.Pool (per P) while the buffer is idle and
+// in the buffer's slot while it is out (internal/shard.Idle). A Checkout is
+// a sync.Pool Get, a Close a check of the slot and a sync.Pool Put, so a
+// goroutine most likely gets back the buffer it closed last, still in
+// cache, and goroutines on different Ps share nothing. A sync.Pool drops
+// what it holds across two GCs: a buffer whose ticket is dropped comes
+// back to the pool through a cleanup after that GC (one 16-byte ticket
+// made again on its next Checkout), so until then a Checkout may miss it
+// and count a miss.
+//
+// A Close checks the buffer is out through this header (see "Late use"):
+// a second Close returns [ErrClosed]. Two Closes of one buffer made by two
+// goroutines at the same instant can both pass that check, a window of a
+// few instructions between the load of the buffer's slot and its store:
+// the buffer is then handed out twice. Close a buffer from one goroutine.
 //
 // The pool holds count×size bytes in one Go-heap allocation the GC does
-// not scan, plus about 150 bytes of bookkeeping per buffer (two Buffer
-// headers, see below) and a 64-byte word per sixteen buffers. The memory
+// not scan, plus about 220 bytes of bookkeeping per buffer (two Buffer
+// headers, see below, its slot, and its ticket with the runtime's record
+// of its cleanup). The memory
 // is not zeroed between checkouts: a buffer's storage past its length
 // holds what earlier users wrote.
 //
@@ -84,7 +89,7 @@ type FixedPool struct {
 	pool    *Pool // storage of expanded buffers
 	mem     []byte
 	entries []fixedEntry
-	shards  []fixedShard // buffer i's bit is i%16 of shards[i/16]
+	idle    *shard.Idle // buffer i is item i
 
 	// The counters of the slow paths.
 	misses, missCloses, expansions, refusals, badCloses atomic.Uint64
@@ -124,28 +129,14 @@ type fixedEntry struct {
 	hdr  [2]Buffer
 }
 
-// isOut reports whether b is the header through which the buffer, which its
-// shard's word shows checked out, was checked out.
+// isOut reports whether b is the header through which the buffer, which
+// the pool's idle set shows checked out, was checked out.
 func (sl *fixedEntry) isOut(b *Buffer) bool {
 	if checked.Enabled {
 		return sl.out && sl.dbg == b
 	}
 	return &sl.hdr[sl.flip^1] == b
 }
-
-// fixedShard is sixteen buffers: a word whose low 16 bits are the buffers that
-// are idle and whose high 48 bits count the checkouts it served, alone on
-// its cache line.
-type fixedShard struct {
-	w atomic.Uint64
-	_ [56]byte
-}
-
-const (
-	shardEntries = 16
-	idleMask     = 1<<shardEntries - 1
-	oneCheckout  = 1 << shardEntries
-)
 
 // NewFixedPool reserves count buffers of size bytes and returns the pool,
 // or an error naming the bad parameter or option, or saying that the
@@ -193,7 +184,7 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		pool:    grow,
 		mem:     make([]byte, count*stride),
 		entries: make([]fixedEntry, count),
-		shards:  make([]fixedShard, (count+shardEntries-1)/shardEntries),
+		idle:    shard.NewIdle(count),
 	}
 	p.budget = cfg.New()
 	if checked.Enabled {
@@ -205,7 +196,6 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		for k := range p.entries[i].hdr {
 			p.entries[i].hdr[k] = Buffer{pool: grow, fp: p, index: int32(i), state: stFree}
 		}
-		p.shards[i/shardEntries].w.Store(p.shards[i/shardEntries].w.Load() | 1<<(i%shardEntries))
 	}
 	return p, nil
 }
@@ -215,16 +205,10 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 // which the pool does not keep, and counts a miss. Give the buffer back
 // with [Buffer.Close].
 func (p *FixedPool) Checkout() *Buffer {
-	h := shard.Hint()
-	k := h * uintptr(len(p.shards)) >> 16 // the home shard
-	s := &p.shards[k]
-	if w := s.w.Load(); w&idleMask != 0 {
-		bit := uint(bits.TrailingZeros64(w))
-		if s.w.CompareAndSwap(w, w&^(1<<bit)+oneCheckout) {
-			return p.take(int(k)*shardEntries + int(bit))
-		}
+	if i, ok := p.idle.Get(); ok {
+		return p.take(i)
 	}
-	return p.checkoutSlow(k, false)
+	return p.checkoutSlow(false)
 }
 
 // TryCheckout is [FixedPool.Checkout] that, when no buffer is idle and a
@@ -232,11 +216,14 @@ func (p *FixedPool) Checkout() *Buffer {
 // false, changing nothing but Stats.Failures, instead of making a miss.
 // Without a budget it always succeeds.
 func (p *FixedPool) TryCheckout() (*Buffer, bool) {
-	b := p.checkoutSlow(shard.Hint()*uintptr(len(p.shards))>>16, true)
+	if i, ok := p.idle.Get(); ok {
+		return p.take(i), true
+	}
+	b := p.checkoutSlow(true)
 	return b, b != nil
 }
 
-// take hands out buffer i, whose bit the caller cleared: its next header,
+// take hands out buffer i, which the caller took from the idle set: its next header,
 // ready for use.
 func (p *FixedPool) take(i int) *Buffer {
 	if checked.Enabled {
@@ -258,19 +245,15 @@ func (p *FixedPool) take(i int) *Buffer {
 	return b
 }
 
-// checkoutSlow looks for an idle buffer in every shard from shard k on, and
-// makes a miss if there is none. With try, it returns nil, counting a
-// failure, if the miss would pass the budget. In the checked build, before
-// making a miss it lets the quarantine go (checking it), so that the pool
-// misses only when every buffer is out.
-func (p *FixedPool) checkoutSlow(k uintptr, try bool) *Buffer {
-	if b := p.takeAny(k); b != nil {
-		return b
-	}
+// checkoutSlow makes a miss: the idle set had no buffer. With try, it
+// returns nil, counting a failure, if the miss would pass the budget. In
+// the checked build, before making a miss it lets the quarantine go
+// (checking it), so that the pool misses only when every buffer is out.
+func (p *FixedPool) checkoutSlow(try bool) *Buffer {
 	if checked.Enabled && p.held.Load() > 0 {
 		p.track.Flush("Checkout")
-		if b := p.takeAny(k); b != nil {
-			return b
+		if i, ok := p.idle.Get(); ok {
+			return p.take(i)
 		}
 	}
 	if p.budget != nil {
@@ -289,36 +272,13 @@ func (p *FixedPool) checkoutSlow(k uintptr, try bool) *Buffer {
 	return b
 }
 
-// takeAny takes an idle buffer from the first shard from shard k on that
-// has one, or returns nil.
-func (p *FixedPool) takeAny(k uintptr) *Buffer {
-	n := uintptr(len(p.shards))
-	for j := range n {
-		ks := (k + j) % n
-		s := &p.shards[ks]
-		for w := s.w.Load(); w&idleMask != 0; w = s.w.Load() {
-			bit := uint(bits.TrailingZeros64(w))
-			if s.w.CompareAndSwap(w, w&^(1<<bit)+oneCheckout) {
-				return p.take(int(ks)*shardEntries + int(bit))
-			}
-		}
-	}
-	return nil
-}
-
 // closeFast is the release build's Close of a reserved buffer (b.index >= 0,
 // which the caller checks) that did not expand, inlined into Close and Free: it reports whether it closed b.
 // When it reports false it changed nothing, and close decides (a miss,
-// expanded storage, a stale or second Close, or a compare-and-swap lost to
-// a neighbour).
+// expanded storage, a stale or second Close).
 func (p *FixedPool) closeFast(b *Buffer) bool {
 	i := b.index
-	if b.owned || &p.entries[i].hdr[p.entries[i].flip^1] != b {
-		return false
-	}
-	s := &p.shards[i/shardEntries].w
-	w, bit := s.Load(), uint64(1)<<(i%shardEntries)
-	return w&bit == 0 && s.CompareAndSwap(w, w|bit)
+	return !b.owned && &p.entries[i].hdr[p.entries[i].flip^1] == b && p.idle.Put(int(i))
 }
 
 // close is Close and Free of a FixedPool buffer, op naming which.
@@ -330,10 +290,7 @@ func (p *FixedPool) close(b *Buffer, op string) error {
 		return p.closeChecked(b, op)
 	}
 	i := int(b.index)
-	s := &p.shards[i/shardEntries]
-	bit := uint64(1) << (i % shardEntries)
-	w := s.w.Load()
-	if w&bit != 0 || !p.entries[i].isOut(b) {
+	if !p.idle.IsOut(i) || !p.entries[i].isOut(b) {
 		p.badCloses.Add(1)
 		return ErrClosed
 	}
@@ -345,12 +302,10 @@ func (p *FixedPool) close(b *Buffer, op string) error {
 	} else {
 		b.buf, b.off, b.owned = nil, 0, false
 	}
-	for !s.w.CompareAndSwap(w, w|bit) {
-		if w = s.w.Load(); w&bit != 0 {
-			// Another Close of b won (two goroutines closed it at once).
-			p.badCloses.Add(1)
-			return ErrClosed
-		}
+	if !p.idle.Put(i) {
+		// Another Close of b won (two goroutines closed it at once).
+		p.badCloses.Add(1)
+		return ErrClosed
 	}
 	if grown != nil {
 		p.pool.bp.Put(grown)
@@ -384,7 +339,7 @@ func (p *FixedPool) closeMiss(b *Buffer, op string) error {
 
 // push marks buffer i idle again, from the quarantine (checked build).
 func (p *FixedPool) push(i int32) {
-	p.shards[i/shardEntries].w.Or(1 << (i % shardEntries))
+	p.idle.Put(int(i))
 	p.held.Add(-1)
 }
 
@@ -407,7 +362,8 @@ func (p *FixedPool) Size() int { return p.size }
 func (p *FixedPool) Cap() int { return len(p.entries) }
 
 // Len reports the number of idle buffers, ready for Checkout (Viki's
-// Pool.Len). It loads each shard's word in turn.
+// Pool.Len). It loads each buffer's slot in turn: exact when no Checkout
+// or Close runs meanwhile.
 func (p *FixedPool) Len() int { return int(p.sum().idleAll) }
 
 // Misses reports how many Checkouts found no idle buffer and handed out a
@@ -422,7 +378,11 @@ func (p *FixedPool) Expansions() uint64 { return p.sum().expansions }
 // row for its buffers. Allocs counts Checkouts, misses included; Frees,
 // accepted Closes; HeapFallbacks, misses; Grows, expansions; Failures,
 // writes a [Strict] buffer refused; BadFrees, Closes that returned
-// [ErrClosed]. InUseBytes and ReservedBytes count buffers at the pool's
+// [ErrClosed]. Allocs (and so Frees) are low by at most 63 per buffer: each
+// buffer's Checkouts are added to the pool's count exactly for its first
+// 64 and then 64 at a time, so that a Checkout takes no locked
+// instruction. Every other figure is exact when no Checkout or Close runs
+// meanwhile. InUseBytes and ReservedBytes count buffers at the pool's
 // size (a miss's heap buffer while live included), not the larger storage
 // of expanded ones, which bytepool reports. The class row covers the
 // reserved buffers only. It does not allocate once s.Classes has room for
@@ -462,16 +422,13 @@ type fixedSums struct {
 	expansions, refusals, badCloses  uint64
 }
 
-// sum adds up the shards' counters, loading each shard's word in turn. A
+// sum adds up the counters, loading each buffer's slot in turn. A
 // reserved buffer neither idle nor waiting in the quarantine is out, so
 // the accepted Closes are the checkouts less those out.
 func (p *FixedPool) sum() fixedSums {
 	var t fixedSums
-	for i := range p.shards {
-		w := p.shards[i].w.Load()
-		t.idleAll += uint64(bits.OnesCount64(w & idleMask))
-		t.hits += w >> shardEntries
-	}
+	t.idleAll = uint64(len(p.entries) - p.idle.Out())
+	t.hits = p.idle.Gets()
 	if checked.Enabled {
 		// Closed buffers waiting in the quarantine are idle: Checkout
 		// lets them go before it makes a miss.
@@ -486,7 +443,7 @@ func (p *FixedPool) sum() fixedSums {
 	return t
 }
 
-// sat returns a-b, or 0 if b > a (shards are read one at a time, so a
+// sat returns a-b, or 0 if b > a (slots are read one at a time, so a
 // Close may be seen before its Checkout).
 func sat(a, b uint64) uint64 {
 	if b > a {

@@ -1,0 +1,5 @@
+package shard
+
+// NewPooledIdle is NewIdle keeping idle tickets in the sync.Pool in every
+// build, the race detector's included, for the stress test.
+func NewPooledIdle(n int) *Idle { return newIdle(n, false) }
