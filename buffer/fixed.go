@@ -89,7 +89,7 @@ type FixedPool struct {
 	pool    *Pool // storage of expanded buffers
 	mem     []byte
 	entries []fixedEntry
-	idle    *shard.Idle // buffer i is item i
+	idle    *shard.Idle // buffer i's key is i
 
 	// The counters of the slow paths.
 	misses, missCloses, expansions, refusals, badCloses atomic.Uint64
@@ -123,7 +123,8 @@ const guardLen = 16
 // no finite K catches all, and headers never reused (the checked build's)
 // cost an allocation per Checkout.
 type fixedEntry struct {
-	flip uint8   // the header the next checkout uses; the other is out
+	slot shard.Slot // the buffer's ticket while it is out
+	flip uint8      // the header the next checkout uses; the other is out
 	out  bool    // checked build: dbg is out
 	dbg  *Buffer // checked build: the header of the last checkout, or nil
 	hdr  [2]Buffer
@@ -184,7 +185,7 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		pool:    grow,
 		mem:     make([]byte, count*stride),
 		entries: make([]fixedEntry, count),
-		idle:    shard.NewIdle(count),
+		idle:    shard.NewIdle(),
 	}
 	p.budget = cfg.New()
 	if checked.Enabled {
@@ -197,6 +198,9 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 			p.entries[i].hdr[k] = Buffer{pool: grow, fp: p, index: int32(i), state: stFree}
 		}
 	}
+	for i := count - 1; i >= 0; i-- {
+		p.idle.Add(uintptr(i)) // buffer 0 is taken first
+	}
 	return p, nil
 }
 
@@ -205,8 +209,8 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 // which the pool does not keep, and counts a miss. Give the buffer back
 // with [Buffer.Close].
 func (p *FixedPool) Checkout() *Buffer {
-	if i, ok := p.idle.Get(); ok {
-		return p.take(i)
+	if t := p.idle.Get(); t != nil {
+		return p.take(t)
 	}
 	return p.checkoutSlow(false)
 }
@@ -216,20 +220,22 @@ func (p *FixedPool) Checkout() *Buffer {
 // false, changing nothing but Stats.Failures, instead of making a miss.
 // Without a budget it always succeeds.
 func (p *FixedPool) TryCheckout() (*Buffer, bool) {
-	if i, ok := p.idle.Get(); ok {
-		return p.take(i), true
+	if t := p.idle.Get(); t != nil {
+		return p.take(t), true
 	}
 	b := p.checkoutSlow(true)
 	return b, b != nil
 }
 
-// take hands out buffer i, which the caller took from the idle set: its next header,
-// ready for use.
-func (p *FixedPool) take(i int) *Buffer {
+// take hands out the buffer of t, which the caller took from the idle
+// set: its next header, ready for use.
+func (p *FixedPool) take(t *shard.Ticket) *Buffer {
+	i := int(t.Key())
+	sl := &p.entries[i]
+	sl.slot.Set(t)
 	if checked.Enabled {
 		return p.takeChecked(i)
 	}
-	sl := &p.entries[i]
 	b := &sl.hdr[sl.flip]
 	// Detach the header of the previous checkout from the storage: a
 	// stale write through it then grows into fresh memory rather than
@@ -252,8 +258,8 @@ func (p *FixedPool) take(i int) *Buffer {
 func (p *FixedPool) checkoutSlow(try bool) *Buffer {
 	if checked.Enabled && p.held.Load() > 0 {
 		p.track.Flush("Checkout")
-		if i, ok := p.idle.Get(); ok {
-			return p.take(i)
+		if t := p.idle.Get(); t != nil {
+			return p.take(t)
 		}
 	}
 	if p.budget != nil {
@@ -277,8 +283,16 @@ func (p *FixedPool) checkoutSlow(try bool) *Buffer {
 // When it reports false it changed nothing, and close decides (a miss,
 // expanded storage, a stale or second Close).
 func (p *FixedPool) closeFast(b *Buffer) bool {
-	i := b.index
-	return !b.owned && &p.entries[i].hdr[p.entries[i].flip^1] == b && p.idle.Put(int(i))
+	sl := &p.entries[b.index]
+	if b.owned || &sl.hdr[sl.flip^1] != b {
+		return false
+	}
+	t := sl.slot.Take()
+	if t == nil {
+		return false
+	}
+	p.idle.Put(t)
+	return true
 }
 
 // close is Close and Free of a FixedPool buffer, op naming which.
@@ -289,8 +303,8 @@ func (p *FixedPool) close(b *Buffer, op string) error {
 	if checked.Enabled {
 		return p.closeChecked(b, op)
 	}
-	i := int(b.index)
-	if !p.idle.IsOut(i) || !p.entries[i].isOut(b) {
+	sl := &p.entries[b.index]
+	if !sl.slot.Out() || !sl.isOut(b) {
 		p.badCloses.Add(1)
 		return ErrClosed
 	}
@@ -302,11 +316,13 @@ func (p *FixedPool) close(b *Buffer, op string) error {
 	} else {
 		b.buf, b.off, b.owned = nil, 0, false
 	}
-	if !p.idle.Put(i) {
+	t := sl.slot.Take()
+	if t == nil {
 		// Another Close of b won (two goroutines closed it at once).
 		p.badCloses.Add(1)
 		return ErrClosed
 	}
+	p.idle.Put(t)
 	if grown != nil {
 		p.pool.bp.Put(grown)
 		if p.budget != nil {
@@ -339,7 +355,9 @@ func (p *FixedPool) closeMiss(b *Buffer, op string) error {
 
 // push marks buffer i idle again, from the quarantine (checked build).
 func (p *FixedPool) push(i int32) {
-	p.idle.Put(int(i))
+	if t := p.entries[i].slot.Take(); t != nil {
+		p.idle.Put(t)
+	}
 	p.held.Add(-1)
 }
 
@@ -427,7 +445,13 @@ type fixedSums struct {
 // the accepted Closes are the checkouts less those out.
 func (p *FixedPool) sum() fixedSums {
 	var t fixedSums
-	t.idleAll = uint64(len(p.entries) - p.idle.Out())
+	out := 0
+	for i := range p.entries {
+		if p.entries[i].slot.Out() {
+			out++
+		}
+	}
+	t.idleAll = uint64(len(p.entries) - out)
 	t.hits = p.idle.Gets()
 	if checked.Enabled {
 		// Closed buffers waiting in the quarantine are idle: Checkout

@@ -2,4 +2,4 @@ package shard
 
 // NewPooledIdle is NewIdle keeping idle tickets in the sync.Pool in every
 // build, the race detector's included, for the stress test.
-func NewPooledIdle(n int) *Idle { return newIdle(n, false) }
+func NewPooledIdle() *Idle { return newIdle(false) }

@@ -10,66 +10,63 @@ import (
 	"github.com/memkit/memkit/internal/race"
 )
 
-// Idle is the set of idle items of an owner that numbers its items 0 to
-// n-1 (a FixedPool's buffers), kept so that taking an item and giving it
-// back take no locked instruction: each item has a ticket, a 16-byte heap
-// object, which sits in a sync.Pool (per P, no atomic on its own P's list)
-// while the item is idle and in a table slot of the item's while it is out.
+// Idle is the set of idle items of an owner (a FixedPool's buffers, a
+// Bounded bytepool's region buffers), kept so that taking an item and
+// giving it back take no locked instruction. Each item has a [Ticket], a
+// 16-byte heap object holding the item's key, which sits in a sync.Pool
+// (per P, no atomic on its own P's list) while the item is idle and in the
+// item's [Slot], which the owner keeps, while it is out.
 //
-// A sync.Pool drops what it holds across two GCs (and, under the race
-// detector, a quarter of what it is given at once). A dropped ticket is
-// unreachable, and a cleanup (runtime.AddCleanup) then puts its item on a
-// locked list that Get takes from when the sync.Pool is empty: no item is
-// lost, an item idle across two GCs costs a ticket made again (one
-// allocation), and the owner may miss an item until the GC that frees its
-// ticket has run. The slot keeps an out item's ticket reachable, so a
-// cleanup never recovers an item that is out.
+// A sync.Pool drops what it holds across two GCs. A dropped ticket is
+// unreachable, and a cleanup (runtime.AddCleanup) then puts its key on a
+// locked spare list that Get takes from when the sync.Pool is empty: no
+// item is lost, an item idle across two GCs costs a ticket made again (one
+// allocation) on its next Get, and the owner may miss an item until the
+// cleanups of the GC that dropped its ticket have run. An out item's slot
+// keeps its ticket reachable, so a cleanup never recovers an item that is
+// out. Under the race detector, where a sync.Pool drops a quarter of what
+// it is given at random, idle tickets wait on a locked stack instead, so
+// that an owner's reuse of its items is the release build's.
 //
-// Under the race detector, where a sync.Pool drops a quarter of what it is
-// given at random, the idle tickets wait on a locked stack instead, so that
-// an owner's reuse of its items is the release build's.
-//
-// Get and Put are safe for concurrent use. Put of an idle item reports
-// false, an O(1) check of the item's slot; two Puts of one out item made at
-// the same instant by two goroutines may both pass it (the window is
-// between the slot's load and its store, a few instructions), and the item
-// is then handed out twice: the callers' own double-free check is the
-// only guard there.
+// Get and Put are safe for concurrent use. The slot is the owner's
+// double-free check: [Slot.Take] of an idle item returns nil, an O(1) test.
+// Two Takes of one out item made at the same instant by two goroutines may
+// both get the ticket (the window is between the slot's load and its
+// store, a few instructions), and the item is then handed out twice.
 //
 // Counts: the Gets are counted per ticket and added to a shared counter
-// exactly for a ticket's first 64 Gets, then once every 64, so that a warm
+// exactly for a ticket's first 64 Gets, then 64 at a time, so that a warm
 // Get takes no locked instruction; [Idle.Gets] is low by at most 63 per
-// ticket (in use or dropped). [Idle.Out] is exact when no Get or Put is
-// running.
+// ticket made.
 type Idle struct {
-	pool sync.Pool // *ticket
-	out  []*ticket // per item: its ticket while it is out, else nil
+	pool sync.Pool // *Ticket
 	gets atomic.Uint64
 
-	// locked: the race detector's build keeps idle tickets on stash, under
-	// mu, not in the sync.Pool, which there drops a quarter of what it is
-	// given at random: the owner's reuse stays what the release build's
-	// is, the GC and the cleanups aside.
+	// locked: the race detector's build keeps idle tickets on stash.
 	locked bool
-	stash  []*ticket
+	stash  []*Ticket
 
 	mu        sync.Mutex
-	spare     []int32 // idle items whose ticket is not in the pool: never made, or collected
+	spare     []uintptr // keys of idle items whose ticket is not in the pool: new, or collected
 	made      atomic.Uint64
 	recovered atomic.Uint64
 
 	self weak.Pointer[Idle] // the cleanups' way back, which does not keep the Idle alive
 }
 
-// ticket stands for one idle item. It is 16 bytes, so that it is an object
-// of its own (the runtime packs smaller pointer-free objects together,
-// which would delay its cleanup until its neighbours die too).
-type ticket struct {
-	item    int32
-	_       int32
+// Ticket stands for one item: its key, and its Gets. It is 16 bytes, so
+// that it is an object of its own (the runtime packs smaller pointer-free
+// objects together, which would delay its cleanup until its neighbours die
+// too).
+type Ticket struct {
+	key     uintptr
 	uses    uint32 // Gets of this ticket
 	flushed uint32 // of them, those added to Idle.gets
 }
+
+// Key returns the key of the ticket's item, as the owner gave it to
+// [Idle.Add].
+func (t *Ticket) Key() uintptr { return t.key }
 
 // exactUses and flushEvery set how a ticket's Gets reach Idle.gets: every
 // one of the first exactUses, then flushEvery at a time.
@@ -78,53 +75,52 @@ const (
 	flushEvery = 64
 )
 
-// NewIdle returns the idle set of n items, all idle.
-func NewIdle(n int) *Idle {
-	return newIdle(n, race.Enabled)
-}
+// NewIdle returns an empty idle set.
+func NewIdle() *Idle { return newIdle(race.Enabled) }
 
 // newIdle is NewIdle, keeping idle tickets on a locked stack if locked.
-func newIdle(n int, locked bool) *Idle {
-	x := &Idle{out: make([]*ticket, n), spare: make([]int32, n), locked: locked}
-	for i := range x.spare {
-		x.spare[i] = int32(n - 1 - i) // taken from the end: item 0 first
-	}
+func newIdle(locked bool) *Idle {
+	x := &Idle{locked: locked}
 	x.self = weak.Make(x)
 	return x
 }
 
-// Len returns the number of items.
-func (x *Idle) Len() int { return len(x.out) }
+// Add makes a new item, with the given key, idle. Items added last are
+// taken first.
+func (x *Idle) Add(key uintptr) {
+	x.mu.Lock()
+	x.spare = append(x.spare, key)
+	x.mu.Unlock()
+}
 
-// Get takes an idle item and returns it, or reports false when none is
-// idle. Warm, it is a sync.Pool Get, a store into the item's slot and a
-// counter of the ticket's: no locked instruction (one in 64 Gets adds to
-// the shared count).
-func (x *Idle) Get() (int, bool) {
+// Get takes an idle item and returns its ticket, which the caller stores in
+// the item's slot, or nil when none is idle. Warm, it is a sync.Pool Get
+// and a counter of the ticket's: no locked instruction (one in 64 Gets adds
+// to the shared count).
+func (x *Idle) Get() *Ticket {
 	if race.Enabled && x.locked {
 		return x.getSlow()
 	}
-	t, _ := x.pool.Get().(*ticket)
+	t, _ := x.pool.Get().(*Ticket)
 	if t == nil {
 		return x.getSlow()
 	}
-	x.setOut(int(t.item), t)
 	t.uses++
 	if t.uses <= exactUses || t.uses%flushEvery == 0 {
 		x.flush(t)
 	}
-	return int(t.item), true
+	return t
 }
 
 // flush adds t's Gets not yet counted to the shared count.
-func (x *Idle) flush(t *ticket) {
+func (x *Idle) flush(t *Ticket) {
 	x.gets.Add(uint64(t.uses - t.flushed))
 	t.flushed = t.uses
 }
 
-// getSlow is Get when the sync.Pool is empty: an item from the spare list,
-// with a ticket made for it (or, locked, the ticket last stashed).
-func (x *Idle) getSlow() (int, bool) {
+// getSlow is Get when the sync.Pool is empty: the ticket last stashed
+// (locked), or an item from the spare list with a ticket made for it.
+func (x *Idle) getSlow() *Ticket {
 	x.mu.Lock()
 	if k := len(x.stash) - 1; k >= 0 {
 		t := x.stash[k]
@@ -133,30 +129,28 @@ func (x *Idle) getSlow() (int, bool) {
 		x.mu.Unlock()
 		t.uses++
 		x.flush(t)
-		x.setOut(int(t.item), t)
-		return int(t.item), true
+		return t
 	}
 	k := len(x.spare) - 1
 	if k < 0 {
 		x.mu.Unlock()
-		return -1, false
+		return nil
 	}
-	i := x.spare[k]
+	key := x.spare[k]
 	x.spare = x.spare[:k]
 	x.mu.Unlock()
-	t := &ticket{item: i, uses: 1}
-	runtime.AddCleanup(t, recoverItem, cleanupArg{x.self, i})
+	t := &Ticket{key: key, uses: 1}
+	runtime.AddCleanup(t, recoverItem, cleanupArg{x.self, key})
 	x.made.Add(1)
 	x.flush(t)
-	x.setOut(int(i), t)
-	return int(i), true
+	return t
 }
 
-// cleanupArg is what the cleanup of item i's ticket needs: not the ticket,
-// and not a strong pointer to the Idle (which would keep it alive).
+// cleanupArg is what the cleanup of a ticket needs: its key, and a weak
+// pointer to the Idle (a strong one would keep it alive).
 type cleanupArg struct {
-	x    weak.Pointer[Idle]
-	item int32
+	x   weak.Pointer[Idle]
+	key uintptr
 }
 
 // recoverItem runs once a ticket is unreachable: the sync.Pool dropped it
@@ -167,61 +161,20 @@ func recoverItem(a cleanupArg) {
 		return
 	}
 	x.mu.Lock()
-	x.spare = append(x.spare, a.item)
+	x.spare = append(x.spare, a.key)
 	x.mu.Unlock()
 	x.recovered.Add(1)
 }
 
-// Put gives item i, which Get returned, back, and reports whether it was
-// out: false, changing nothing, for an item already idle. i must be
-// between 0 and Len()-1.
-func (x *Idle) Put(i int) bool {
-	t := x.out[i]
-	if t == nil {
-		return false
-	}
-	x.setOut(i, nil)
+// Put gives back the item of t, which the caller took from its slot.
+func (x *Idle) Put(t *Ticket) {
 	if race.Enabled && x.locked {
 		x.mu.Lock()
 		x.stash = append(x.stash, t)
 		x.mu.Unlock()
-		return true
-	}
-	x.pool.Put(t)
-	return true
-}
-
-// IsOut reports whether item i is out.
-func (x *Idle) IsOut(i int) bool { return x.load(i) != nil }
-
-// setOut stores t in item i's slot. The slots are read by Out while Gets
-// and Puts run; a word-sized store cannot tear, and Out wants only some
-// recent value, so the store is plain but under the race detector, which
-// would report the plain store against Out's loads.
-func (x *Idle) setOut(i int, t *ticket) {
-	if race.Enabled {
-		atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&x.out[i])), unsafe.Pointer(t))
 		return
 	}
-	x.out[i] = t
-}
-
-// load reads item i's slot with an atomic load (a plain load on the
-// platforms Go supports).
-func (x *Idle) load(i int) *ticket {
-	return (*ticket)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&x.out[i]))))
-}
-
-// Out counts the items out, by a load of each slot: exact when no Get or
-// Put runs meanwhile, else one of the values the count took while it ran.
-func (x *Idle) Out() int {
-	n := 0
-	for i := range x.out {
-		if x.load(i) != nil {
-			n++
-		}
-	}
-	return n
+	x.pool.Put(t)
 }
 
 // Gets returns the Gets counted so far: low by at most 63 per ticket made
@@ -235,3 +188,40 @@ func (x *Idle) Made() uint64 { return x.made.Load() }
 // Recovered returns how many items a cleanup put back on the spare list
 // after the sync.Pool dropped their tickets.
 func (x *Idle) Recovered() uint64 { return x.recovered.Load() }
+
+// Slot is where an out item's ticket waits, kept by the owner beside the
+// item: nil while the item is idle. The zero value is an idle item's.
+type Slot struct{ t *Ticket }
+
+// Set stores the ticket Get returned for the slot's item.
+func (s *Slot) Set(t *Ticket) { s.store(t) }
+
+// Take empties the slot and returns its ticket, for Put, or nil if the
+// item is idle: a second free. See [Idle] for two Takes at once.
+func (s *Slot) Take() *Ticket {
+	t := s.t
+	if t != nil {
+		s.store(nil)
+	}
+	return t
+}
+
+// Out reports whether the slot's item is out. It may be called while the
+// item is taken or given back on other goroutines (for statistics): it
+// reads the slot with an atomic load (a plain load on the platforms Go
+// supports).
+func (s *Slot) Out() bool {
+	return atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&s.t))) != nil
+}
+
+// store writes the slot. Statistics read slots while Gets and Puts run; a
+// word-sized store cannot tear, and they want only some recent value, so
+// the store is plain but under the race detector, which would report it
+// against their loads.
+func (s *Slot) store(t *Ticket) {
+	if race.Enabled {
+		atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&s.t)), unsafe.Pointer(t))
+		return
+	}
+	s.t = t
+}
