@@ -125,8 +125,8 @@ const guardLen = 16
 type fixedEntry struct {
 	slot shard.Slot // the buffer's ticket while it is out
 	flip uint8      // the header the next checkout uses; the other is out
-	out  bool    // checked build: dbg is out
-	dbg  *Buffer // checked build: the header of the last checkout, or nil
+	out  bool       // checked build: dbg is out
+	dbg  *Buffer    // checked build: the header of the last checkout, or nil
 	hdr  [2]Buffer
 }
 
