@@ -185,8 +185,8 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		pool:    grow,
 		mem:     make([]byte, count*stride),
 		entries: make([]fixedEntry, count),
-		idle:    shard.NewIdle(),
 	}
+	p.idle = shard.NewIdle(func(i uintptr) *shard.Slot { return &p.entries[i].slot })
 	p.budget = cfg.New()
 	if checked.Enabled {
 		p.track = checked.NewTracker("buffer")
@@ -232,7 +232,6 @@ func (p *FixedPool) TryCheckout() (*Buffer, bool) {
 func (p *FixedPool) take(t *shard.Ticket) *Buffer {
 	i := int(t.Key())
 	sl := &p.entries[i]
-	sl.slot.Set(t)
 	if checked.Enabled {
 		return p.takeChecked(i)
 	}

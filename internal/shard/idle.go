@@ -13,9 +13,13 @@ import (
 // Idle is the set of idle items of an owner (a FixedPool's buffers, a
 // Bounded bytepool's region buffers), kept so that taking an item and
 // giving it back take no locked instruction. Each item has a [Ticket], a
-// 16-byte heap object holding the item's key, which sits in a sync.Pool
-// (per P, no atomic on its own P's list) while the item is idle and in the
-// item's [Slot], which the owner keeps, while it is out.
+// 16-byte heap object holding the item's key and the address of its
+// [Slot] (which the owner keeps beside the item), which sits in a
+// sync.Pool (per P, no atomic on its own P's list) while the item is idle
+// and in the slot while it is out. Neither Get nor Put writes the ticket,
+// so tickets that share a cache line cost nothing when their items are
+// used on different Ps; the slot, which Get and Put write, is the owner's
+// to lay out.
 //
 // A sync.Pool drops what it holds across two GCs. A dropped ticket is
 // unreachable, and a cleanup (runtime.AddCleanup) then puts its key on a
@@ -34,10 +38,10 @@ import (
 // both get the ticket (the window is between the slot's load and its
 // store, a few instructions), and the item is then handed out twice.
 //
-// Counts: the Gets are counted per ticket and added to a shared counter
-// exactly for a ticket's first 64 Gets, then 64 at a time, so that a warm
+// Counts: the Gets are counted per slot and added to a shared counter
+// exactly for a slot's first 64 Gets, then 64 at a time, so that a warm
 // Get takes no locked instruction; [Idle.Gets] is low by at most 63 per
-// ticket made.
+// item.
 type Idle struct {
 	pool sync.Pool // *Ticket
 	gets atomic.Uint64
@@ -51,17 +55,17 @@ type Idle struct {
 	made      atomic.Uint64
 	recovered atomic.Uint64
 
-	self weak.Pointer[Idle] // the cleanups' way back, which does not keep the Idle alive
+	slotOf func(key uintptr) *Slot // the owner's slot of an item
+	self   weak.Pointer[Idle]      // the cleanups' way back, which does not keep the Idle alive
 }
 
-// Ticket stands for one item: its key, and its Gets. It is 16 bytes, so
-// that it is an object of its own (the runtime packs smaller pointer-free
+// Ticket stands for one item: its key and its slot. (It holds a pointer,
+// so it is an object of its own: the runtime packs small pointer-free
 // objects together, which would delay its cleanup until its neighbours die
-// too).
+// too.)
 type Ticket struct {
-	key     uintptr
-	uses    uint32 // Gets of this ticket
-	flushed uint32 // of them, those added to Idle.gets
+	key  uintptr
+	slot *Slot
 }
 
 // Key returns the key of the ticket's item, as the owner gave it to
@@ -75,12 +79,14 @@ const (
 	flushEvery = 64
 )
 
-// NewIdle returns an empty idle set.
-func NewIdle() *Idle { return newIdle(race.Enabled) }
+// NewIdle returns an empty idle set whose owner keeps the slot of the item
+// of key k at slotOf(k). slotOf runs when a ticket is made (the first Get
+// of an item, and the first after its ticket was recovered).
+func NewIdle(slotOf func(key uintptr) *Slot) *Idle { return newIdle(slotOf, race.Enabled) }
 
 // newIdle is NewIdle, keeping idle tickets on a locked stack if locked.
-func newIdle(locked bool) *Idle {
-	x := &Idle{locked: locked}
+func newIdle(slotOf func(key uintptr) *Slot, locked bool) *Idle {
+	x := &Idle{slotOf: slotOf, locked: locked}
 	x.self = weak.Make(x)
 	return x
 }
@@ -93,8 +99,8 @@ func (x *Idle) Add(key uintptr) {
 	x.mu.Unlock()
 }
 
-// Get takes an idle item and returns its ticket, which the caller stores in
-// the item's slot, or nil when none is idle. Warm, it is a sync.Pool Get
+// Get takes an idle item, stores its ticket in its slot and returns the
+// ticket, or nil when none is idle. Warm, it is a sync.Pool Get, the store
 // and a counter of the ticket's: no locked instruction (one in 64 Gets adds
 // to the shared count).
 func (x *Idle) Get() *Ticket {
@@ -105,17 +111,19 @@ func (x *Idle) Get() *Ticket {
 	if t == nil {
 		return x.getSlow()
 	}
-	t.uses++
-	if t.uses <= exactUses || t.uses%flushEvery == 0 {
-		x.flush(t)
+	s := t.slot
+	s.store(t)
+	s.uses++
+	if s.uses <= exactUses || s.uses%flushEvery == 0 {
+		x.flush(s)
 	}
 	return t
 }
 
-// flush adds t's Gets not yet counted to the shared count.
-func (x *Idle) flush(t *Ticket) {
-	x.gets.Add(uint64(t.uses - t.flushed))
-	t.flushed = t.uses
+// flush adds s's Gets not yet counted to the shared count.
+func (x *Idle) flush(s *Slot) {
+	x.gets.Add(uint64(s.uses - s.flushed))
+	s.flushed = s.uses
 }
 
 // getSlow is Get when the sync.Pool is empty: the ticket last stashed
@@ -127,8 +135,9 @@ func (x *Idle) getSlow() *Ticket {
 		x.stash[k] = nil
 		x.stash = x.stash[:k]
 		x.mu.Unlock()
-		t.uses++
-		x.flush(t)
+		t.slot.store(t)
+		t.slot.uses++
+		x.flush(t.slot)
 		return t
 	}
 	k := len(x.spare) - 1
@@ -139,10 +148,12 @@ func (x *Idle) getSlow() *Ticket {
 	key := x.spare[k]
 	x.spare = x.spare[:k]
 	x.mu.Unlock()
-	t := &Ticket{key: key, uses: 1}
+	t := &Ticket{key: key, slot: x.slotOf(key)}
 	runtime.AddCleanup(t, recoverItem, cleanupArg{x.self, key})
 	x.made.Add(1)
-	x.flush(t)
+	t.slot.store(t)
+	t.slot.uses++
+	x.flush(t.slot)
 	return t
 }
 
@@ -177,8 +188,8 @@ func (x *Idle) Put(t *Ticket) {
 	x.pool.Put(t)
 }
 
-// Gets returns the Gets counted so far: low by at most 63 per ticket made
-// (see [Idle]).
+// Gets returns the Gets counted so far: low by at most 63 per item (see
+// [Idle]).
 func (x *Idle) Gets() uint64 { return x.gets.Load() }
 
 // Made returns how many tickets were made: the first Get of each item, and
@@ -190,11 +201,15 @@ func (x *Idle) Made() uint64 { return x.made.Load() }
 func (x *Idle) Recovered() uint64 { return x.recovered.Load() }
 
 // Slot is where an out item's ticket waits, kept by the owner beside the
-// item: nil while the item is idle. The zero value is an idle item's.
-type Slot struct{ t *Ticket }
-
-// Set stores the ticket Get returned for the slot's item.
-func (s *Slot) Set(t *Ticket) { s.store(t) }
+// item: nil while the item is idle; and the item's Gets. The zero value is
+// an idle item's. A slot must stay where it is (its ticket points to it).
+// Get and Put write it: slots of items used on different Ps at once should
+// not share a cache line.
+type Slot struct {
+	t       *Ticket
+	uses    uint32 // Gets of the item
+	flushed uint32 // of them, those added to Idle.gets
+}
 
 // Take empties the slot and returns its ticket, for Put, or nil if the
 // item is idle: a second free. See [Idle] for two Takes at once.

@@ -16,10 +16,11 @@ type owner struct {
 	slots []shard.Slot
 }
 
-func newOwner(x *shard.Idle, n int) *owner {
-	o := &owner{x: x, slots: make([]shard.Slot, n)}
+func newOwner(newIdle func(func(uintptr) *shard.Slot) *shard.Idle, n int) *owner {
+	o := &owner{slots: make([]shard.Slot, n)}
+	o.x = newIdle(func(k uintptr) *shard.Slot { return &o.slots[k] })
 	for i := n - 1; i >= 0; i-- {
-		x.Add(uintptr(i))
+		o.x.Add(uintptr(i))
 	}
 	return o
 }
@@ -29,9 +30,7 @@ func (o *owner) get() (int, bool) {
 	if t == nil {
 		return -1, false
 	}
-	i := int(t.Key())
-	o.slots[i].Set(t)
-	return i, true
+	return int(t.Key()), true
 }
 
 func (o *owner) put(i int) bool {
@@ -76,7 +75,7 @@ func (o *owner) drain(t *testing.T, want int) map[int]bool {
 }
 
 func TestIdle_GetPut(t *testing.T) {
-	o := newOwner(shard.NewIdle(), 3)
+	o := newOwner(shard.NewIdle, 3)
 	var out []int
 	for range 3 {
 		i, ok := o.get()
@@ -106,7 +105,7 @@ func TestIdle_GetPut(t *testing.T) {
 // time: a model of one ticket used k times.
 func TestIdle_GetsEstimate(t *testing.T) {
 	for _, k := range []int{1, 63, 64, 65, 127, 128, 129, 1000} {
-		o := newOwner(shard.NewIdle(), 1)
+		o := newOwner(shard.NewIdle, 1)
 		for range k {
 			i, _ := o.get()
 			o.put(i)
@@ -128,7 +127,7 @@ func TestIdle_ZeroAllocs(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector's build stashes tickets under a lock, and allocates")
 	}
-	o := newOwner(shard.NewIdle(), 4)
+	o := newOwner(shard.NewIdle, 4)
 	i, _ := o.get()
 	o.put(i)
 	if a := testing.AllocsPerRun(1000, func() {
@@ -147,7 +146,7 @@ func TestIdle_ZeroAllocs(t *testing.T) {
 func TestIdle_Stress(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	const items, workers, rounds = 64, 16, 3000
-	o := newOwner(shard.NewPooledIdle(), items)
+	o := newOwner(shard.NewPooledIdle, items)
 	tags := make([]int32, items) // the tag of the goroutine holding item i
 	var mu sync.Mutex            // the test's own bookkeeping
 	var wg sync.WaitGroup
@@ -202,7 +201,7 @@ func TestIdle_Stress(t *testing.T) {
 
 // A ticket the sync.Pool drops is recovered by its cleanup.
 func TestIdle_RecoversDroppedTickets(t *testing.T) {
-	o := newOwner(shard.NewPooledIdle(), 8)
+	o := newOwner(shard.NewPooledIdle, 8)
 	var out []int
 	for range 8 {
 		i, _ := o.get()
