@@ -97,20 +97,21 @@ func (a *Arena) init(cfg config) {
 // New allocates a zeroed object of type T in the arena and returns a
 // pointer to it, as new(T) does. If the arena's budget is exhausted, the
 // object comes from the Go heap instead (see [WithBudget]). It panics if
-// the arena was freed.
+// the arena was freed, and with "memkit/arena: requested size more than the
+// system can allocate" for a type the system cannot allocate now (asked
+// before any value of T is made; [TryNew] returns [ErrBudget]).
 func New[T any](a *Arena) *T {
 	k := typeKey[T]()
 	if e := &a.cache[cacheIndex(k)]; e.key == k {
 		s := e.s
-		var zero T
-		mask := unsafe.Alignof(zero) - 1
+		mask := alignOf[T]() - 1
 		off := (s.off + mask) &^ mask
-		if end := off + unsafe.Sizeof(zero); end <= s.lim {
+		if end := off + sizeOf[T](); end <= s.lim {
 			s.off = end
 			a.objs++
 			p := unsafe.Add(s.base, off)
 			if checked.Enabled {
-				unpoison(s.info, p, unsafe.Sizeof(zero))
+				unpoison(s.info, p, sizeOf[T]())
 			}
 			return (*T)(p)
 		}
@@ -169,11 +170,10 @@ func checkLenCap(len, cap int) {
 // they fit in the current chunk of T, else through allocSlow.
 func allocN[T any](a *Arena, n int, fallback bool) (*T, error) {
 	k := typeKey[T]()
-	var zero T
-	size := unsafe.Sizeof(zero)
+	size := sizeOf[T]()
 	if e := &a.cache[cacheIndex(k)]; e.key == k && uintptr(n) <= (1<<30)/(size|1) {
 		s := e.s
-		mask := unsafe.Alignof(zero) - 1
+		mask := alignOf[T]() - 1
 		off := (s.off + mask) &^ mask
 		nb := size * uintptr(n)
 		if end := off + nb; end <= s.lim && (nb > 0 || s == &a.zero) {
@@ -236,8 +236,7 @@ func allocMore[T any](a *Arena, n int, fallback bool) (*T, error) {
 		a.init(defaultConfig())
 	}
 	k := typeKey[T]()
-	var zero T
-	size := unsafe.Sizeof(zero)
+	size := sizeOf[T]()
 	if size > 0 && uintptr(n) > maxBytes/size {
 		panic(msgTooLarge)
 	}
@@ -254,7 +253,7 @@ func allocMore[T any](a *Arena, n int, fallback bool) (*T, error) {
 		a.objs++
 		return (*T)(unsafe.Pointer(&zeroBase)), nil
 	}
-	p, err := a.alloc(s, nb, unsafe.Alignof(zero))
+	p, err := a.alloc(s, nb, alignOf[T]())
 	if err == nil {
 		a.objs++
 		return (*T)(p), nil

@@ -325,6 +325,9 @@ func injectMistake(t *testing.T, a *arena.Arena, k byte) (failed bool) {
 		}
 		if k&0x80 == 0 {
 			memtest.CheckPanic(t, msgNoMemory, func() { arena.MakeSlice[byte](a, 0, tib64) })
+			if !sysmem.Available(teraLen) { // an element type past the system's memory
+				memtest.CheckPanic(t, msgNoMemory, func() { arena.New[tera](a) })
+			}
 			return false
 		}
 		if s, err := arena.TryMakeSlice[flat24](a, 1, tib64>>4); s != nil || !errors.Is(err, arena.ErrBudget) {
@@ -458,6 +461,9 @@ func FuzzTyped(f *testing.F) {
 					case 2:
 						if tib64 != 0 && !sysmem.Available(uint64(tib64)) {
 							memtest.CheckPanic(t, msgNoMemory, func() { ty.MakeSlice(0, tib64>>4) })
+						}
+						if !sysmem.Available(teraLen) {
+							memtest.CheckPanic(t, msgNoMemory, func() { arena.NewTyped[tera]().New() })
 						}
 					case 3:
 						f := arena.NewTyped[p16]()

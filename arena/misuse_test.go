@@ -159,6 +159,21 @@ func arenaMistakes() []memtest.Mistake {
 			},
 		},
 		{
+			// Issue 21 case 5.
+			Name:    "an element type larger than the system can allocate (`New`, `MakeSlice`, `Typed`)",
+			Release: "panic `memkit/arena: requested size more than the system can allocate` (`TryNew`, `TryMakeSlice`, `Typed.TryNew`: `ErrBudget`), asked before any value of the type is made",
+			Checked: "the same",
+			Panic:   msgNoMemory,
+			Setup: func(t testing.TB) (func(), func() error) {
+				if sysmem.Available(teraLen) {
+					t.Skip("needs a 64-bit system that refuses to map 1 TiB")
+				}
+				a := arena.NewArena()
+				w := newWitness(a, 9)
+				return func() { arena.New[tera](a) }, w.intact
+			},
+		},
+		{
 			Name: "use of an arena after `Put`",
 			Release: "not caught: the objects come from the arena's chunks, apart from its next owner's " +
 				"unless both allocate at once (a data race), and are cleared at the next `Put`",

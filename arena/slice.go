@@ -63,8 +63,7 @@ func extend[T any](a *Arena, s []T, newCap int) ([]T, bool) {
 		return nil, false
 	}
 	sl := e.s
-	var zero T
-	size := unsafe.Sizeof(zero)
+	size := sizeOf[T]()
 	if size == 0 || sl.base == nil || uintptr(newCap) > maxBytes/size {
 		return nil, false
 	}

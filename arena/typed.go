@@ -17,7 +17,8 @@ import (
 // use.
 //
 // Its memory is on the Go heap, in chunks allocated as []T of
-// [DefaultChunkSize] bytes (or [WithChunkSize]; at least one element), so
+// [DefaultChunkSize] bytes (or [WithChunkSize]; an object larger than a
+// chunk gets an allocation of its own, dropped at Reset), so
 // the GC scans them with T's layout: a pointer stored in an object keeps
 // its target alive as in an object from new(T). Objects are zeroed when
 // handed out; a chunk's tail is left unused only when a [Typed.MakeSlice]
@@ -87,7 +88,8 @@ func (c *tcore) head() *typedHead {
 
 // New returns a pointer to a new zeroed T in the arena, as new(T) does. If
 // the arena's budget is exhausted, the object comes from the Go heap
-// instead (see [WithBudget]). It panics if the arena was freed.
+// instead (see [WithBudget]). It panics if the arena was freed, and as
+// [New] does for a type the system cannot allocate.
 func (t *Typed[T]) New() *T {
 	if t.next == t.n {
 		t.c.refill()
@@ -195,16 +197,37 @@ func (c *tcore) makeRoom() {
 		*h = typedHead{cur: unsafe.Pointer(&zeroBase), len: 1 << 30, cap: 1 << 30, n: 1 << 30}
 		return
 	}
+	checkSystem(size, true)
 	c.retireCur()
+	if c.s.std == 0 {
+		// An object larger than a chunk gets an allocation of its own, as
+		// Arena's large requests do, held as a one-object current chunk
+		// that the next refill drops (heapCur) and Reset gives up.
+		p, err := c.allocLarge(&c.s, size)
+		if err != nil {
+			c.heapOne()
+			return
+		}
+		c.nlarge++
+		c.heapCur = true
+		*h = typedHead{cur: p, len: 1, cap: 1, n: 1}
+		return
+	}
 	ch, err := c.takeChunk(&c.s, size)
 	if err != nil {
-		c.fallbacks++
-		c.allocs++
-		c.heapCur = true
-		*h = typedHead{cur: c.s.info.newChunk(size), len: 1, cap: 1, n: 1}
+		c.heapOne()
 		return
 	}
 	*h = typedHead{cur: ch.p, len: int(ch.size / size), cap: int(ch.size / size), n: int(ch.size / size)}
+}
+
+// heapOne makes the current chunk one object from the Go heap, New's
+// fallback when the budget refuses the memory.
+func (c *tcore) heapOne() {
+	c.fallbacks++
+	c.allocs++
+	c.heapCur = true
+	*c.head() = typedHead{cur: c.s.info.newChunk(c.s.info.size), len: 1, cap: 1, n: 1}
 }
 
 // retireCur moves the current chunk to the full chunks, or drops it if it

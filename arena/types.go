@@ -18,6 +18,14 @@ func typeKey[T any]() unsafe.Pointer {
 	return (*[2]unsafe.Pointer)(unsafe.Pointer(&i))[0]
 }
 
+// sizeOf and alignOf are unsafe.Sizeof and unsafe.Alignof of T, read
+// without a value of T: a `var zero T` makes one, which for a type above
+// 10 MiB is a zeroed heap object per call (a type past the machine's memory
+// ends the process with the runtime's fatal "out of memory" before any
+// check can refuse it). The operand of unsafe.Sizeof is never evaluated.
+func sizeOf[T any]() uintptr  { return unsafe.Sizeof(*(*T)(nil)) }
+func alignOf[T any]() uintptr { return unsafe.Alignof(*(*T)(nil)) }
+
 // typeInfo is what arenas know of an element type: how to make a chunk of
 // it that the GC scans with the right layout, and how to clear one.
 type typeInfo struct {
@@ -44,16 +52,15 @@ func infoFor[T any]() *typeInfo {
 	if v, ok := infos.Load(k); ok {
 		return v.(*typeInfo)
 	}
-	var zero T
 	ti := &typeInfo{
-		size:  unsafe.Sizeof(zero),
-		align: unsafe.Alignof(zero),
+		size:  sizeOf[T](),
+		align: alignOf[T](),
 		ptrs:  ptrfree.HasPointers(reflect.TypeFor[T]()),
 		newChunk: func(n uintptr) unsafe.Pointer {
-			return unsafe.Pointer(unsafe.SliceData(make([]T, n/unsafe.Sizeof(zero))))
+			return unsafe.Pointer(unsafe.SliceData(make([]T, n/sizeOf[T]())))
 		},
 		clear: func(p unsafe.Pointer, n uintptr) {
-			clear(unsafe.Slice((*T)(p), n/unsafe.Sizeof(zero)))
+			clear(unsafe.Slice((*T)(p), n/sizeOf[T]()))
 		},
 	}
 	v, _ := infos.LoadOrStore(k, ti)

@@ -1,12 +1,29 @@
 package buffer
 
 import (
+	"bytes"
+	"fmt"
 	"io"
-	"strconv"
 	"sync"
-	"time"
+	"unicode/utf8"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
+)
+
+// A Buffer has the interfaces of a bytes.Buffer, and is an io.Closer.
+var (
+	_ io.Reader                                 = (*Buffer)(nil)
+	_ io.ByteScanner                            = (*Buffer)(nil)
+	_ io.RuneScanner                            = (*Buffer)(nil)
+	_ io.WriterTo                               = (*Buffer)(nil)
+	_ io.Writer                                 = (*Buffer)(nil)
+	_ io.StringWriter                           = (*Buffer)(nil)
+	_ io.ByteWriter                             = (*Buffer)(nil)
+	_ io.ReaderFrom                             = (*Buffer)(nil)
+	_ io.Closer                                 = (*Buffer)(nil)
+	_ fmt.Stringer                              = (*Buffer)(nil)
+	_ interface{ WriteRune(rune) (int, error) } = (*Buffer)(nil)
 )
 
 // Buffer is a growable byte buffer whose storage comes from bytepool and
@@ -33,8 +50,54 @@ import (
 // platforms) is recycled by [Pool.Get], so Get, writes that fit, and Free
 // allocate nothing.
 //
-// A Buffer reads like a bytes.Buffer too: [Buffer.Read] consumes from the
-// front, and [Buffer.Bytes] and [Buffer.Len] cover the unread part.
+// # bytes.Buffer's contract
+//
+// A Buffer has every method of Go 1.26's bytes.Buffer, with its signature,
+// behaviour and errors: Available, AvailableBuffer, Bytes, Cap, Grow, Len,
+// Next, Peek, Read, ReadByte, ReadBytes, ReadFrom, ReadRune, ReadString,
+// Reset, String, Truncate, UnreadByte, UnreadRune, Write, WriteByte,
+// WriteRune, WriteString and WriteTo; so it is an io.Reader,
+// io.ByteScanner, io.RuneScanner, io.WriterTo, io.Writer, io.StringWriter,
+// io.ByteWriter, io.ReaderFrom and fmt.Stringer. Storage it cannot get
+// panics with bytes.ErrTooLarge itself, as bytes.Buffer's does. The
+// standard library's bytes/buffer_test.go runs against it
+// (stdbuffer_test.go), with only construction changed. What differs:
+//
+//   - There is no NewBuffer or NewBufferString: a Buffer never adopts a
+//     caller's slice (its storage comes from bytepool and goes back there);
+//     write the bytes into one. Its capacity is a bytepool class, not a
+//     slice's capacity. (The port skips TestNewBufferShallow and the two
+//     TestCapWith tests for this and the next point.)
+//   - A Buffer must not be copied, and one from [Get] or a checkout must not
+//     be used after [Buffer.Free] or Close. A view (Bytes, Next, Peek,
+//     AvailableBuffer) is valid as bytes.Buffer's is, and never past Free.
+//   - A size the system cannot serve now panics with bytes.ErrTooLarge
+//     before anything is reserved, where bytes.Buffer would let make end the
+//     process with the runtime's fatal out-of-memory.
+//   - A [Strict] [FixedPool] buffer refuses a write past the pool's size
+//     with io.ErrShortWrite, writing nothing and leaving UnreadByte's state
+//     as it was (bytes.Buffer's writes always succeed); its Grow then
+//     changes nothing, and it never panics with ErrTooLarge. A FixedPool
+//     buffer's ReadFrom fills the storage before it grows (see
+//     [Buffer.ReadFrom]).
+//   - Panics other than ErrTooLarge begin "memkit/buffer:", not
+//     "bytes.Buffer": a reader's negative count in ReadFrom (an error, as
+//     bytes.Buffer's, "memkit/buffer: reader returned negative count from
+//     Read"; the port's TestReadFromNegativeReader expects that text), a
+//     Truncate out of range, a negative Grow ("memkit/buffer: negative
+//     size"), and a negative Next or Peek ("memkit/buffer: negative read
+//     count", where bytes.Buffer fails with a runtime slice error).
+//     UnreadByte's and UnreadRune's errors read as bytes.Buffer's after the
+//     prefix.
+//   - After a Grow that moved the contents, UnreadByte and UnreadRune
+//     return their error; bytes.Buffer's return nil and unread nothing.
+//     Whether a Grow moves depends on the capacity, in both.
+//   - In the checked build (-tags memkitdebug) taking storage allocates
+//     (a stack is recorded), so the port's TestGrow checks no allocations
+//     in the release build only.
+//
+// The appenders (AppendInt and the rest), Free, Close and [JSON] are
+// memkit's own.
 //
 // After Free or Close, a Buffer must not be used: its header may already
 // serve another Get. With the memkitdebug build tag, any use then panics
@@ -55,11 +118,23 @@ type Buffer struct {
 	owned bool   // buf is bytepool storage, returned on Free
 	hdr   bool   // the header comes from Pool.Get and goes back there
 	probe [1]byte
+
+	// lastRead is what the last call did, as bytes.Buffer's, so that
+	// UnreadByte and UnreadRune know what they may undo: opInvalid after
+	// anything but a read, opRead after a read of at least one byte, or the
+	// size of the rune ReadRune read.
+	lastRead int8
 }
 
 const (
 	stLive uint32 = iota
 	stFree
+)
+
+// lastRead values, bytes.Buffer's.
+const (
+	opRead    int8 = -1 // a read other than ReadRune
+	opInvalid int8 = 0  // not a read
 )
 
 // keepMax is the largest storage an idle Buffer header keeps for its next
@@ -94,6 +169,17 @@ func (b *Buffer) Cap() int {
 	return cap(b.buf)
 }
 
+// Available returns how many bytes can be written without growing the
+// storage: Cap() - Len() less the bytes already read. For a [Strict]
+// [FixedPool] buffer it is what the pool's size still lets in, once read
+// bytes are slid out (a write slides them).
+func (b *Buffer) Available() int {
+	if checked.Enabled {
+		b.check("Available")
+	}
+	return cap(b.buf) - len(b.buf)
+}
+
 // Bytes returns the unread bytes. The slice aliases the storage: it is
 // valid until the next write, Read, Reset, Truncate, Grow, Free or Close.
 func (b *Buffer) Bytes() []byte {
@@ -101,6 +187,18 @@ func (b *Buffer) Bytes() []byte {
 		b.check("Bytes")
 	}
 	return b.buf[b.off:]
+}
+
+// AvailableBuffer returns an empty slice with b.Available() capacity, the
+// storage after the contents, as bytes.Buffer.AvailableBuffer: append to it
+// and pass the result to an immediately succeeding [Buffer.Write], which
+// then copies nothing. It is valid until the next write, Grow, Free or
+// Close.
+func (b *Buffer) AvailableBuffer() []byte {
+	if checked.Enabled {
+		b.check("AvailableBuffer")
+	}
+	return b.buf[len(b.buf):]
 }
 
 // String returns a copy of the unread bytes as a string, or "<nil>" for a
@@ -123,6 +221,7 @@ func (b *Buffer) Reset() {
 	}
 	b.buf = b.buf[:0]
 	b.off = 0
+	b.lastRead = opInvalid
 }
 
 // Truncate discards all but the first n unread bytes, keeping the storage.
@@ -136,6 +235,7 @@ func (b *Buffer) Truncate(n int) {
 		b.Reset()
 		return
 	}
+	b.lastRead = opInvalid
 	if n < 0 || n > len(b.buf)-b.off {
 		panic(msgTruncate)
 	}
@@ -143,26 +243,32 @@ func (b *Buffer) Truncate(n int) {
 }
 
 // Grow makes room for at least n more bytes, so that the next n bytes of
-// writes neither allocate nor move the contents. It panics with
-// "memkit/buffer: negative size" if n < 0. For a [Strict] [FixedPool]
-// buffer it returns io.ErrShortWrite, changing nothing, if n bytes more
-// would pass the pool's size; otherwise nil.
-func (b *Buffer) Grow(n int) error {
+// writes neither allocate nor move the contents, as bytes.Buffer.Grow. It
+// panics with "memkit/buffer: negative size" if n < 0, and with
+// bytes.ErrTooLarge, the Buffer unchanged, if the storage cannot be had: n
+// more bytes would overflow an int, or the system cannot serve them now
+// (asked before anything is reserved, so the process never meets the
+// runtime's fatal out-of-memory). For a [Strict] [FixedPool] buffer that n
+// more bytes would take past the pool's size, or an [Expand] one whose
+// budget refuses the growth, Grow changes nothing: the writes that do not
+// fit are then refused with io.ErrShortWrite ([Buffer.Available] tells the
+// room there is).
+func (b *Buffer) Grow(n int) {
 	if checked.Enabled {
 		b.check("Grow")
 	}
 	if n < 0 {
 		panic(msgNegative)
 	}
-	if n > cap(b.buf)-len(b.buf) && !b.grow(n) {
-		return b.refuse()
+	if n > cap(b.buf)-len(b.buf) {
+		b.grow(n)
 	}
-	return nil
 }
 
 // Write appends p. It returns len(p), nil; for a [Strict] [FixedPool]
 // buffer that p would take past the pool's size, 0, io.ErrShortWrite, and
-// nothing is written.
+// nothing is written. It panics with bytes.ErrTooLarge, as [Buffer.Grow],
+// if the storage p needs cannot be had.
 func (b *Buffer) Write(p []byte) (int, error) {
 	if checked.Enabled {
 		b.check("Write")
@@ -170,6 +276,7 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	if len(p) > cap(b.buf)-len(b.buf) && !b.grow(len(p)) {
 		return 0, b.refuse()
 	}
+	b.lastRead = opInvalid
 	// A reslice and a copy rather than append: only the length is stored
 	// back, with no write barrier for the unchanged pointer.
 	l := len(b.buf)
@@ -186,6 +293,7 @@ func (b *Buffer) WriteString(s string) (int, error) {
 	if len(s) > cap(b.buf)-len(b.buf) && !b.grow(len(s)) {
 		return 0, b.refuse()
 	}
+	b.lastRead = opInvalid
 	l := len(b.buf)
 	b.buf = b.buf[:l+len(s)]
 	copy(b.buf[l:], s)
@@ -204,56 +312,35 @@ func (b *Buffer) WriteByte(c byte) error {
 		}
 		l = len(b.buf)
 	}
+	b.lastRead = opInvalid
 	b.buf = b.buf[:l+1]
 	b.buf[l] = c
 	return nil
 }
 
-// Read reads up to len(p) unread bytes into p, as bytes.Buffer.Read: when
-// nothing is left it empties the buffer and returns io.EOF (0, nil if p is
-// empty).
-func (b *Buffer) Read(p []byte) (int, error) {
-	if checked.Enabled {
-		b.check("Read")
-	}
-	if b.off == len(b.buf) {
-		b.buf = b.buf[:0]
-		b.off = 0
-		if len(p) == 0 {
-			return 0, nil
+// WriteRune appends the UTF-8 encoding of r (of utf8.RuneError if r is not
+// a valid code point), as bytes.Buffer.WriteRune, and returns its length;
+// errors as [Buffer.Write].
+func (b *Buffer) WriteRune(r rune) (int, error) {
+	if uint32(r) < utf8.RuneSelf {
+		if err := b.WriteByte(byte(r)); err != nil {
+			return 0, err
 		}
-		return 0, io.EOF
+		return 1, nil
 	}
-	n := copy(p, b.buf[b.off:])
-	b.off += n
-	return n, nil
-}
-
-// WriteTo writes the unread bytes to w until none is left or w fails, as
-// bytes.Buffer.WriteTo: the bytes written are consumed, and a short write
-// without an error returns io.ErrShortWrite.
-func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
 	if checked.Enabled {
-		b.check("WriteTo")
+		b.check("WriteRune")
 	}
-	m := len(b.buf) - b.off
-	if m == 0 {
-		return 0, nil
+	n := utf8.RuneLen(r)
+	if n < 0 {
+		n = utf8.RuneLen(utf8.RuneError)
 	}
-	n, err := w.Write(b.buf[b.off:])
-	if n > m {
-		panic(msgBadWrite)
+	if n > cap(b.buf)-len(b.buf) && !b.grow(n) {
+		return 0, b.refuse()
 	}
-	b.off += n
-	if err != nil {
-		return int64(n), err
-	}
-	if n != m {
-		return int64(n), io.ErrShortWrite
-	}
-	b.buf = b.buf[:0]
-	b.off = 0
-	return int64(n), nil
+	b.lastRead = opInvalid
+	b.buf = utf8.AppendRune(b.buf, r)
+	return n, nil
 }
 
 // ReadFrom appends what r yields until io.EOF, which it does not return,
@@ -275,6 +362,7 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 	if checked.Enabled {
 		b.check("ReadFrom")
 	}
+	b.lastRead = opInvalid
 	var total int64
 	for {
 		if len(b.buf) == cap(b.buf) {
@@ -295,8 +383,11 @@ func (b *Buffer) ReadFrom(r io.Reader) (int64, error) {
 		}
 		l := len(b.buf)
 		m, err := r.Read(b.buf[l:cap(b.buf)])
-		if m < 0 || m > cap(b.buf)-l {
-			panic(msgBadRead)
+		if m < 0 {
+			panic(errNegativeRead)
+		}
+		if m > cap(b.buf)-l {
+			panic(errBadRead)
 		}
 		b.buf = b.buf[:l+m]
 		total += int64(m)
@@ -353,108 +444,17 @@ func (b *Buffer) readPastFull(r io.Reader) (int, error) {
 		return 0, nil
 	}
 	m, err := r.Read(b.probe[:])
-	if m < 0 || m > 1 {
-		panic(msgBadRead)
+	if m < 0 {
+		panic(errNegativeRead)
+	}
+	if m > 1 {
+		panic(errBadRead)
 	}
 	if m == 1 {
 		b.grow(1) // an Expand buffer without a budget always grows
 		b.buf = append(b.buf, b.probe[0])
 	}
 	return m, err
-}
-
-// AppendInt appends the integer i in the given base, as strconv.AppendInt.
-// It returns nil; for a [Strict] [FixedPool] buffer without room,
-// io.ErrShortWrite, and nothing is written.
-func (b *Buffer) AppendInt(i int64, base int) error {
-	if checked.Enabled {
-		b.check("AppendInt")
-	}
-	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
-		b.buf = appendInt(b.buf, i)
-		return nil
-	}
-	b.reserve(65)
-	return b.commit(strconv.AppendInt(b.buf, i, base))
-}
-
-// AppendUint appends the unsigned integer u in the given base, as
-// strconv.AppendUint; errors as [Buffer.AppendInt].
-func (b *Buffer) AppendUint(u uint64, base int) error {
-	if checked.Enabled {
-		b.check("AppendUint")
-	}
-	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
-		b.buf = appendUint(b.buf, u)
-		return nil
-	}
-	b.reserve(64)
-	return b.commit(strconv.AppendUint(b.buf, u, base))
-}
-
-// AppendFloat appends f formatted as strconv.AppendFloat(dst, f, fmt, prec,
-// bitSize) does; errors as [Buffer.AppendInt].
-func (b *Buffer) AppendFloat(f float64, fmt byte, prec, bitSize int) error {
-	if checked.Enabled {
-		b.check("AppendFloat")
-	}
-	b.reserve(32)
-	return b.commit(strconv.AppendFloat(b.buf, f, fmt, prec, bitSize))
-}
-
-// AppendBool appends "true" or "false"; errors as [Buffer.AppendInt].
-func (b *Buffer) AppendBool(v bool) error {
-	if checked.Enabled {
-		b.check("AppendBool")
-	}
-	b.reserve(5)
-	return b.commit(strconv.AppendBool(b.buf, v))
-}
-
-// AppendQuote appends s as a double-quoted Go string literal, as
-// strconv.AppendQuote; errors as [Buffer.AppendInt].
-func (b *Buffer) AppendQuote(s string) error {
-	if checked.Enabled {
-		b.check("AppendQuote")
-	}
-	b.reserve(len(s) + 2)
-	return b.commit(strconv.AppendQuote(b.buf, s))
-}
-
-// AppendTime appends t formatted by layout, as t.AppendFormat; errors as
-// [Buffer.AppendInt].
-func (b *Buffer) AppendTime(t time.Time, layout string) error {
-	if checked.Enabled {
-		b.check("AppendTime")
-	}
-	b.reserve(len(layout) + 16)
-	return b.commit(t.AppendFormat(b.buf, layout))
-}
-
-// reserve makes room for n more bytes if it can; a Strict buffer that
-// cannot is left as it is, and commit decides.
-func (b *Buffer) reserve(n int) {
-	if cap(b.buf)-len(b.buf) < n {
-		b.grow(n)
-	}
-}
-
-// commit takes out, the result of an append to b.buf. If the append stayed
-// within the storage (a reallocating append would have grown the capacity),
-// out becomes the contents. Otherwise out lives in memory append took from
-// the heap: its new bytes are copied into storage grown from bytepool, or,
-// for a Strict buffer without room, dropped with io.ErrShortWrite.
-func (b *Buffer) commit(out []byte) error {
-	if cap(out) == cap(b.buf) {
-		b.buf = out
-		return nil
-	}
-	tail := out[len(b.buf):]
-	if !b.grow(len(tail)) {
-		return b.refuse()
-	}
-	b.buf = append(b.buf, tail...)
-	return nil
 }
 
 // refuse counts a write a Strict buffer refused and returns its error.
@@ -465,12 +465,16 @@ func (b *Buffer) refuse() error {
 
 // grow makes room for n more bytes after len(b.buf), n > 0. It reports
 // false, changing nothing, when a Strict FixedPool buffer would pass its
-// size, or an Expand one its pool's budget.
+// size, or an Expand one its pool's budget. It panics with
+// bytes.ErrTooLarge, changing nothing, when the storage cannot be had.
 func (b *Buffer) grow(n int) bool {
 	l := len(b.buf) - b.off
 	c := cap(b.buf)
 	if n > maxInt-l {
-		panic(msgTooLarge)
+		if b.fp != nil && b.fp.strict {
+			return false // it never reserves
+		}
+		panic(bytes.ErrTooLarge)
 	}
 	need := l + n
 	fixed := b.fp != nil && !b.owned
@@ -481,6 +485,7 @@ func (b *Buffer) grow(n int) bool {
 		copy(b.buf, b.buf[b.off:])
 		b.buf = b.buf[:l]
 		b.off = 0
+		b.lastRead = opInvalid // the bytes read are gone
 		return true
 	}
 	if b.fp != nil && b.fp.strict {
@@ -490,9 +495,20 @@ func (b *Buffer) grow(n int) bool {
 	if p == nil {
 		p = Default()
 	}
-	size := max(need, 2*c)
+	size := need
 	if c == 0 {
 		size = max(need, p.defaultSize())
+	} else if c <= maxInt/2 {
+		size = max(need, 2*c)
+	}
+	// Ask the system before taking storage: make would end the process
+	// over a size it cannot serve. Doubling that the system refuses falls
+	// back to the size needed.
+	if !sysmem.Available(uint64(size)) {
+		if size == need || !sysmem.Available(uint64(need)) {
+			panic(bytes.ErrTooLarge)
+		}
+		size = need
 	}
 	if checked.Enabled {
 		// Ask for the whole class: a Buffer writes up to the capacity, and
@@ -510,5 +526,6 @@ func (b *Buffer) grow(n int) bool {
 		b.fp.countExpansion()
 	}
 	b.buf, b.off, b.owned = nb, 0, true
+	b.lastRead = opInvalid
 	return true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -194,7 +195,7 @@ func TestBuffer_Panics(t *testing.T) {
 	memtest.CheckPanic(t, "memkit/buffer: Truncate out of range", func() { b.Truncate(-1) })
 	memtest.CheckPanic(t, "memkit/buffer: negative size", func() { b.Grow(-1) })
 	memtest.CheckPanic(t, "memkit/buffer: negative size", func() { buffer.GetSize(-1) })
-	memtest.CheckPanic(t, "memkit/buffer: invalid Read count", func() { b.ReadFrom(badReader{}) })
+	memtest.CheckPanic(t, "memkit/buffer: reader returned more bytes than the slice it was given holds", func() { b.ReadFrom(badReader{}) })
 	b.Free()
 	checkDoubleFree(t, func() { b.Free() })
 	if err := b.Close(); !errors.Is(err, buffer.ErrClosed) {
@@ -224,8 +225,8 @@ func TestBuffer_GetSizeAndGrowReserveRoom(t *testing.T) {
 		t.Fatalf("GetSize(1000): len %d cap %d", b.Len(), b.Cap())
 	}
 	b.WriteString("abc")
-	if err := b.Grow(5000); err != nil || b.Cap()-b.Len() < 5000 || b.String() != "abc" {
-		t.Fatalf("Grow: err %v, cap %d, %q", err, b.Cap(), b.String())
+	if b.Grow(5000); b.Available() < 5000 || b.Cap()-b.Len() < 5000 || b.String() != "abc" {
+		t.Fatalf("Grow: available %d, cap %d, %q", b.Available(), b.Cap(), b.String())
 	}
 	at := b.Storage()
 	b.Write(make([]byte, 5000))
@@ -402,6 +403,23 @@ func TestBuffer_HotPathsAllocateNothing(t *testing.T) {
 			b.Read(tmp[:])
 			b.Free()
 		}},
+		{"bytes.Buffer's byte and rune methods", func() {
+			b := p.Get()
+			b.WriteRune('é')
+			b.WriteRune('x')
+			b.Write(b.AvailableBuffer()[:0])
+			b.Write(append(b.AvailableBuffer(), "abc\n"...))
+			b.ReadRune()
+			b.UnreadRune()
+			b.ReadByte()
+			b.UnreadByte()
+			b.Peek(3)
+			b.Next(2)
+			if b.Available() == 0 {
+				panic("no room")
+			}
+			b.Free()
+		}},
 	} {
 		if race.Enabled || buffer.Debug {
 			t.Skip("the race detector allocates; memkitdebug never reuses a header")
@@ -531,3 +549,102 @@ var (
 	_ memkit.StatsSource = (*buffer.Pool)(nil)
 	_ memkit.StatsSource = (*buffer.FixedPool)(nil)
 )
+
+// maxInt is the largest int, a size Grow must refuse without reserving.
+const maxInt = int(^uint(0) >> 1)
+
+// hostileSize is a size no machine the tests run on can serve, and more
+// than the runtime serves at all (sysmem.MaxAlloc) on 64-bit platforms, so
+// that it is refused however much the kernel overcommits. make would end
+// the process over it; a Buffer must panic with bytes.ErrTooLarge.
+var hostileSize = int(min(uint64(maxInt), 1<<50))
+
+// unservable returns sizes the machine cannot serve: hostileSize and maxInt
+// always, and where the kernel refuses mappings past RAM and swap (Linux
+// without overcommit_memory=1) on a 64-bit platform, 1 TiB and 64 TiB too,
+// which the runtime would try to map and then die over.
+func unservable(t *testing.T) []int {
+	sizes := []int{hostileSize, maxInt}
+	mode, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	if runtime.GOOS == "linux" && uint64(maxInt) > 1<<47 && err == nil && strings.TrimSpace(string(mode)) != "1" {
+		tib := uint64(1) << 40
+		sizes = append(sizes, int(tib), int(tib<<6))
+	} else {
+		t.Logf("only sizes past what the runtime serves at all (overcommit_memory %q, %v)", mode, err)
+	}
+	return sizes
+}
+
+// Issue 21, case 1: GetSize and Grow of a size the machine cannot serve
+// ended the process with the runtime's fatal "out of memory" (GetSize(1<<40)
+// on a 24 GiB machine). The size is asked of the kernel before anything is
+// reserved, and refused with bytes.ErrTooLarge, as bytes.Buffer refuses a
+// Grow it cannot make, the Buffer unchanged. A Strict FixedPool buffer never
+// reserves: its Grow changes nothing.
+func TestBuffer_SizeTheSystemCannotServePanicsErrTooLarge(t *testing.T) {
+	expand := mustFixed(t, 1, 64)
+	strict := mustFixed(t, 1, 64, buffer.WithOverflow(buffer.Strict))
+	for _, n := range unservable(t) {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			if v, _ := memtest.PanicValue(func() { buffer.GetSize(n) }); v != bytes.ErrTooLarge {
+				t.Fatalf("GetSize(%d) panicked %v; want bytes.ErrTooLarge", n, v)
+			}
+			if v, _ := memtest.PanicValue(func() { mustPool(t).GetSize(n) }); v != bytes.ErrTooLarge {
+				t.Fatalf("Pool.GetSize(%d) panicked %v; want bytes.ErrTooLarge", n, v)
+			}
+			var zero buffer.Buffer
+			for name, b := range map[string]*buffer.Buffer{
+				"Get": buffer.Get(), "zero": &zero, "Expand": expand.Checkout(), "Strict": strict.Checkout(),
+			} {
+				b.WriteString("kept")
+				b.ReadByte()
+				before := b.Cap()
+				v, panicked := memtest.PanicValue(func() { b.Grow(n) })
+				if name == "Strict" && panicked || name != "Strict" && v != bytes.ErrTooLarge {
+					t.Fatalf("%s: Grow(%d) panicked %v (%v)", name, n, v, panicked)
+				}
+				if b.String() != "ept" || b.Cap() != before {
+					t.Fatalf("%s: Grow(%d) changed the buffer: %q, cap %d -> %d", name, n, b.String(), before, b.Cap())
+				}
+				if err := b.UnreadByte(); err != nil || b.String() != "kept" {
+					t.Fatalf("%s: UnreadByte after a refused Grow = %v, %q", name, err, b.String())
+				}
+				b.Free()
+			}
+		})
+	}
+}
+
+// The two places UnreadByte differs from or goes beyond bytes.Buffer, as
+// Buffer's doc says: a Strict buffer's refused write is no write, and a
+// Grow that moved the contents leaves nothing to unread.
+func TestBuffer_UnreadAfterARefusedWriteAndAMovingGrow(t *testing.T) {
+	strict := mustFixed(t, 1, 8, buffer.WithOverflow(buffer.Strict)).Checkout()
+	defer strict.Close()
+	strict.WriteString("abcdefgh")
+	strict.ReadByte()
+	if n, err := strict.WriteString("too long"); n != 0 || err != io.ErrShortWrite {
+		t.Fatalf("WriteString = %d, %v", n, err)
+	}
+	if err := strict.UnreadByte(); err != nil || strict.String() != "abcdefgh" {
+		t.Fatalf("UnreadByte after a refused write = %v, %q", err, strict.String())
+	}
+
+	b := buffer.Get()
+	defer b.Free()
+	b.WriteString("abc")
+	b.ReadByte()
+	at := b.Storage()
+	b.Grow(b.Cap() + 1)
+	if b.Storage() == at {
+		t.Fatal("the Grow did not move the contents")
+	}
+	if err := b.UnreadByte(); err == nil || err.Error() != "memkit/buffer: UnreadByte: previous operation was not a successful read" || b.String() != "bc" {
+		t.Fatalf("UnreadByte after a moving Grow = %v, %q", err, b.String())
+	}
+	b.ReadRune()
+	b.Grow(b.Cap() + 1)
+	if err := b.UnreadRune(); err == nil || err.Error() != "memkit/buffer: UnreadRune: previous operation was not a successful ReadRune" || b.String() != "c" {
+		t.Fatalf("UnreadRune after a moving Grow = %v, %q", err, b.String())
+	}
+}

@@ -22,9 +22,11 @@
 //
 // # Buffers
 //
-// A [Buffer] has bytes.Buffer's methods (io.Writer, io.StringWriter,
-// io.ByteWriter, io.ReaderFrom, io.WriterTo, io.Reader, fmt.Stringer) and
-// strconv's appenders. [Get] and [Pool.Get] recycle its header; its storage
+// A [Buffer] has every method of bytes.Buffer, with its behaviour and
+// errors (io.Reader, io.ByteScanner, io.RuneScanner, io.WriterTo,
+// io.Writer, io.StringWriter, io.ByteWriter, io.ReaderFrom, fmt.Stringer;
+// the standard library's tests of bytes.Buffer run against it, and
+// Buffer's doc lists what differs), and strconv's appenders. [Get] and [Pool.Get] recycle its header; its storage
 // comes from bytepool, sized by a default that calibrates itself to what
 // the program writes (see [Pool]), and goes back there on [Buffer.Free].
 // Idle storage and idle headers go back to the GC after a burst, within a
@@ -45,7 +47,9 @@
 // encoding/json does, and refuses — recording an error for [JSON.Err] —
 // every call that would make the output invalid: a mismatched End, a Key
 // outside an object, a NaN. Its output for an accepted sequence of calls is
-// byte for byte what json.Marshal writes for the same values.
+// byte for byte what json.Marshal writes for the same values, float32s
+// ([JSON.Float32]) and json.RawMessages ([JSON.Raw]: compacted and
+// escaped) included.
 //
 // # Slices and readers
 //
@@ -60,6 +64,11 @@
 //
 //   - A negative size or count panics: "memkit/buffer: negative size",
 //     "memkit/buffer: negative read count".
+//   - A size the system cannot serve now, in [GetSize] or a Buffer's
+//     growth, panics with bytes.ErrTooLarge, as bytes.Buffer does, the
+//     Buffer unchanged: the size is asked of the kernel before anything is
+//     reserved, so it never ends the process with the runtime's fatal
+//     out-of-memory.
 //   - Freeing a Buffer from Get or Checkout twice panics with
 //     "memkit/buffer: double free" (Close returns [ErrClosed] instead), as
 //     long as the Buffer was not handed out again in between: the check is

@@ -44,7 +44,6 @@ const (
 	errNeedKey     = jsonError("value in an object without a Key")
 	errSecondValue = jsonError("second top-level value")
 	errDepth       = jsonError("nesting deeper than MaxJSONDepth")
-	errRaw         = jsonError("Raw value is not valid JSON")
 	errEmpty       = jsonError("no value written")
 	errUnclosed    = jsonError("unclosed array or object")
 	errTimeRange   = jsonError("Time outside years 0-9999 or with a zone offset of a day or more")
@@ -56,9 +55,16 @@ const (
 	msgDoubleFree  = "memkit/buffer: double free"
 	msgTruncate    = "memkit/buffer: Truncate out of range"
 	msgNegativeCnt = "memkit/buffer: negative read count"
-	msgTooLarge    = "memkit/buffer: too large"
-	msgBadRead     = "memkit/buffer: invalid Read count"
 	msgBadWrite    = "memkit/buffer: invalid Write count"
+)
+
+// Errors a Buffer panics with or returns where bytes.Buffer has errors of
+// its own (its too-large panic is bytes.ErrTooLarge itself).
+var (
+	errNegativeRead = errors.New("memkit/buffer: reader returned negative count from Read")
+	errBadRead      = errors.New("memkit/buffer: reader returned more bytes than the slice it was given holds")
+	errUnreadRune   = errors.New("memkit/buffer: UnreadRune: previous operation was not a successful ReadRune")
+	errUnreadByte   = errors.New("memkit/buffer: UnreadByte: previous operation was not a successful read")
 )
 
 func errorf(format string, args ...any) error { return fmt.Errorf("memkit/buffer: "+format, args...) }

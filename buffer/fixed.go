@@ -246,7 +246,7 @@ func (p *FixedPool) take(t *shard.Ticket) *Buffer {
 	// owned false, but a stale write through the header since may have
 	// grown it into bytepool storage (which the GC takes back): reset
 	// them, or the next Close would give the buffer's reserved memory to bytepool.
-	b.buf, b.off, b.owned = p.mem[i*p.size:i*p.size:(i+1)*p.size], 0, false
+	b.buf, b.off, b.owned, b.lastRead = p.mem[i*p.size:i*p.size:(i+1)*p.size], 0, false, opInvalid
 	return b
 }
 

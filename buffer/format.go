@@ -3,7 +3,109 @@ package buffer
 import (
 	"encoding/binary"
 	"math/bits"
+	"strconv"
+	"time"
+
+	"github.com/memkit/memkit/internal/checked"
 )
+
+// Buffer's strconv-style appenders, and the decimal formatting they share
+// with the JSON writer.
+
+// AppendInt appends the integer i in the given base, as strconv.AppendInt.
+// It returns nil; for a [Strict] [FixedPool] buffer without room,
+// io.ErrShortWrite, and nothing is written.
+func (b *Buffer) AppendInt(i int64, base int) error {
+	if checked.Enabled {
+		b.check("AppendInt")
+	}
+	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
+		b.buf, b.lastRead = appendInt(b.buf, i), opInvalid
+		return nil
+	}
+	b.reserve(65)
+	return b.commit(strconv.AppendInt(b.buf, i, base))
+}
+
+// AppendUint appends the unsigned integer u in the given base, as
+// strconv.AppendUint; errors as [Buffer.AppendInt].
+func (b *Buffer) AppendUint(u uint64, base int) error {
+	if checked.Enabled {
+		b.check("AppendUint")
+	}
+	if base == 10 && cap(b.buf)-len(b.buf) >= 20 {
+		b.buf, b.lastRead = appendUint(b.buf, u), opInvalid
+		return nil
+	}
+	b.reserve(64)
+	return b.commit(strconv.AppendUint(b.buf, u, base))
+}
+
+// AppendFloat appends f formatted as strconv.AppendFloat(dst, f, fmt, prec,
+// bitSize) does; errors as [Buffer.AppendInt].
+func (b *Buffer) AppendFloat(f float64, fmt byte, prec, bitSize int) error {
+	if checked.Enabled {
+		b.check("AppendFloat")
+	}
+	b.reserve(32)
+	return b.commit(strconv.AppendFloat(b.buf, f, fmt, prec, bitSize))
+}
+
+// AppendBool appends "true" or "false"; errors as [Buffer.AppendInt].
+func (b *Buffer) AppendBool(v bool) error {
+	if checked.Enabled {
+		b.check("AppendBool")
+	}
+	b.reserve(5)
+	return b.commit(strconv.AppendBool(b.buf, v))
+}
+
+// AppendQuote appends s as a double-quoted Go string literal, as
+// strconv.AppendQuote; errors as [Buffer.AppendInt].
+func (b *Buffer) AppendQuote(s string) error {
+	if checked.Enabled {
+		b.check("AppendQuote")
+	}
+	b.reserve(len(s) + 2)
+	return b.commit(strconv.AppendQuote(b.buf, s))
+}
+
+// AppendTime appends t formatted by layout, as t.AppendFormat; errors as
+// [Buffer.AppendInt].
+func (b *Buffer) AppendTime(t time.Time, layout string) error {
+	if checked.Enabled {
+		b.check("AppendTime")
+	}
+	b.reserve(len(layout) + 16)
+	return b.commit(t.AppendFormat(b.buf, layout))
+}
+
+// reserve makes room for n more bytes if it can; a Strict buffer that
+// cannot is left as it is, and commit decides.
+func (b *Buffer) reserve(n int) {
+	if cap(b.buf)-len(b.buf) < n {
+		b.grow(n)
+	}
+}
+
+// commit takes out, the result of an append to b.buf. If the append stayed
+// within the storage (a reallocating append would have grown the capacity),
+// out becomes the contents. Otherwise out lives in memory append took from
+// the heap: its new bytes are copied into storage grown from bytepool, or,
+// for a Strict buffer without room, dropped with io.ErrShortWrite (a
+// refused write changes nothing, UnreadByte's state included).
+func (b *Buffer) commit(out []byte) error {
+	if cap(out) == cap(b.buf) {
+		b.buf, b.lastRead = out, opInvalid
+		return nil
+	}
+	tail := out[len(b.buf):]
+	if !b.grow(len(tail)) {
+		return b.refuse()
+	}
+	b.buf, b.lastRead = append(b.buf, tail...), opInvalid
+	return nil
+}
 
 // Decimal formatting that writes in place: the digit count comes first, so
 // the digits go straight to their place in the buffer, two at a time,

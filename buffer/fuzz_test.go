@@ -14,6 +14,7 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/internal/checked"
@@ -21,11 +22,14 @@ import (
 )
 
 // FuzzBuffer decodes the input into writes, reads, truncations, resets,
-// grows, ReadFrom, WriteTo and appends on one Buffer — from a Pool, the
-// zero value, or a FixedPool checkout under either overflow policy — and
-// checks every result and the contents after every step against
-// bytes.Buffer, with the Strict policy's refusals modelled on top: a write
-// that would take the unread bytes past the pool's size is refused whole.
+// grows, ReadFrom, WriteTo, appends, and bytes.Buffer's byte and rune
+// readers, unreads, Next, Peek and AvailableBuffer on one Buffer — from a
+// Pool, the zero value, or a FixedPool checkout under either overflow
+// policy — and checks every result and the contents after every step
+// against bytes.Buffer, with the Strict policy's refusals modelled on top:
+// a write that would take the unread bytes past the pool's size is refused
+// whole. A hostile Grow, of more than an int holds or the system can
+// serve, must panic with bytes.ErrTooLarge and change nothing.
 func FuzzBuffer(f *testing.F) {
 	f.Add([]byte{0, 0, 10, 1, 5, 3, 2, 4, 7, 9, 6, 1, 8, 200})
 	f.Add([]byte{2, 0, 40, 0, 40, 3, 30, 0, 40, 6, 100, 8, 7, 11, 5})
@@ -61,8 +65,19 @@ func FuzzBuffer(f *testing.F) {
 			}
 			return p
 		}
+		// After a Grow, whether an UnreadByte or UnreadRune may undo the
+		// last read depends on whether the Grow moved the contents, which
+		// depends on the capacity, a Buffer's and bytes.Buffer's alike: not
+		// compared until the next read.
+		grown := false
 		for step := 0; ops.More(); step++ {
-			op := ops.Byte() % 13
+			op := ops.Byte() % 23
+			switch op {
+			case 3, 13, 14, 17, 18:
+				grown = false
+			case 6, 22:
+				grown = true
+			}
 			switch op {
 			case 0: // Write
 				p := payload()
@@ -116,13 +131,9 @@ func FuzzBuffer(f *testing.F) {
 				m.Reset()
 			case 6: // Grow
 				n := int(ops.Byte())
-				err := b.Grow(n)
-				if fits(n) {
-					if err != nil || b.Cap()-b.Len() < n && !strict {
-						t.Fatalf("step %d Grow(%d) = %v, room %d", step, n, err, b.Cap()-b.Len())
-					}
-				} else if err != io.ErrShortWrite {
-					t.Fatalf("step %d refused Grow = %v", step, err)
+				b.Grow(n)
+				if fits(n) && b.Available() < n {
+					t.Fatalf("step %d Grow(%d): room %d", step, n, b.Available())
 				}
 			case 7: // ReadFrom, in one-byte reads or whole
 				p := payload()
@@ -201,6 +212,106 @@ func FuzzBuffer(f *testing.F) {
 					}
 				} else if err != io.ErrShortWrite {
 					t.Fatalf("step %d refused AppendFloat: %v", step, err)
+				}
+			case 13: // ReadByte
+				c1, e1 := b.ReadByte()
+				c2, e2 := m.ReadByte()
+				if c1 != c2 || e1 != e2 {
+					t.Fatalf("step %d ReadByte = %q %v; model %q %v", step, c1, e1, c2, e2)
+				}
+			case 14: // ReadRune
+				r1, n1, e1 := b.ReadRune()
+				r2, n2, e2 := m.ReadRune()
+				if r1 != r2 || n1 != n2 || e1 != e2 {
+					t.Fatalf("step %d ReadRune = %q %d %v; model %q %d %v", step, r1, n1, e1, r2, n2, e2)
+				}
+			case 15, 16: // UnreadByte, UnreadRune
+				if grown {
+					break
+				}
+				var e1, e2 error
+				if op == 15 {
+					e1, e2 = b.UnreadByte(), m.UnreadByte()
+				} else {
+					e1, e2 = b.UnreadRune(), m.UnreadRune()
+				}
+				if (e1 == nil) != (e2 == nil) {
+					t.Fatalf("step %d Unread (op %d) = %v; model %v", step, op, e1, e2)
+				}
+			case 17: // ReadBytes, ReadString
+				delim := ops.Byte()
+				if ops.Byte()&1 == 0 {
+					l1, e1 := b.ReadBytes(delim)
+					l2, e2 := m.ReadBytes(delim)
+					if !bytes.Equal(l1, l2) || e1 != e2 {
+						t.Fatalf("step %d ReadBytes(%d) = %q %v; model %q %v", step, delim, l1, e1, l2, e2)
+					}
+				} else {
+					l1, e1 := b.ReadString(delim)
+					l2, e2 := m.ReadString(delim)
+					if l1 != l2 || e1 != e2 {
+						t.Fatalf("step %d ReadString(%d) = %q %v; model %q %v", step, delim, l1, e1, l2, e2)
+					}
+				}
+			case 18: // Next
+				k := int(ops.Byte() % 80)
+				if n1, n2 := b.Next(k), m.Next(k); !bytes.Equal(n1, n2) {
+					t.Fatalf("step %d Next(%d) = %q; model %q", step, k, n1, n2)
+				}
+			case 19: // Peek
+				k := int(ops.Byte() % 80)
+				p1, e1 := b.Peek(k)
+				// bytes.Buffer.Peek (Go 1.26), which the module's go 1.24
+				// cannot call: the first k bytes, io.EOF if fewer.
+				p2, e2 := m.Bytes(), error(nil)
+				if len(p2) < k {
+					e2 = io.EOF
+				} else {
+					p2 = p2[:k]
+				}
+				if !bytes.Equal(p1, p2) || e1 != e2 {
+					t.Fatalf("step %d Peek(%d) = %q %v; model %q %v", step, k, p1, e1, p2, e2)
+				}
+			case 20: // WriteRune, invalid code points included
+				r := rune(ops.Uint16()) << (ops.Byte() % 12)
+				if ops.Byte()&1 == 1 {
+					r = -r
+				}
+				want := utf8.AppendRune(nil, r)
+				n, err := b.WriteRune(r)
+				if fits(len(want)) {
+					m.WriteRune(r)
+					if n != len(want) || err != nil {
+						t.Fatalf("step %d WriteRune(%d) = %d, %v", step, r, n, err)
+					}
+				} else if n != 0 || err != io.ErrShortWrite {
+					t.Fatalf("step %d refused WriteRune = %d, %v", step, n, err)
+				}
+			case 21: // append to AvailableBuffer, then Write
+				p := payload()
+				avail := b.AvailableBuffer()
+				if len(avail) != 0 || cap(avail) != b.Available() {
+					t.Fatalf("step %d AvailableBuffer: len %d cap %d, Available %d", step, len(avail), cap(avail), b.Available())
+				}
+				n, err := b.Write(append(avail, p...))
+				if fits(len(p)) {
+					m.Write(p)
+					if n != len(p) || err != nil {
+						t.Fatalf("step %d Write(AvailableBuffer) = %d, %v", step, n, err)
+					}
+				} else if n != 0 || err != io.ErrShortWrite {
+					t.Fatalf("step %d refused Write(AvailableBuffer) = %d, %v", step, n, err)
+				}
+			case 22: // a hostile Grow: past an int, or past what the system serves
+				// A Strict buffer never reserves: it changes nothing.
+				n := []int{maxInt, maxInt - b.Len(), hostileSize}[ops.Byte()%3]
+				before, cp := b.Cap(), b.String()
+				v, panicked := memtest.PanicValue(func() { b.Grow(n) })
+				if strict && panicked || !strict && v != bytes.ErrTooLarge {
+					t.Fatalf("step %d Grow(%d) panicked %v (%v); want bytes.ErrTooLarge, or nothing if Strict", step, n, v, panicked)
+				}
+				if b.Cap() != before || b.String() != cp {
+					t.Fatalf("step %d: a refused Grow changed the buffer", step)
 				}
 			}
 			if b.Len() != m.Len() || !bytes.Equal(b.Bytes(), m.Bytes()) {
@@ -782,7 +893,7 @@ func FuzzJSON(f *testing.F) {
 			return binary.LittleEndian.Uint64(a[:])
 		}
 		for ops.More() {
-			switch op := ops.Byte() % 14; op {
+			switch op := ops.Byte() % 15; op {
 			case 0:
 				j.BeginArray()
 				md.begin(false)
@@ -829,11 +940,18 @@ func FuzzJSON(f *testing.F) {
 				md.value(tm, err == nil)
 			case 12:
 				raw := []byte(str())
+				if len(raw) == 0 && ops.Byte()&1 == 1 {
+					raw = nil // writes null, as a nil json.RawMessage
+				}
 				j.Raw(raw)
-				md.value(json.RawMessage(raw), json.Valid(raw))
+				md.value(json.RawMessage(raw), raw == nil || json.Valid(raw))
 			case 13:
 				md.html = !md.html
 				j.SetEscapeHTML(md.html)
+			case 14:
+				v := math.Float32frombits(uint32(u64()))
+				j.Float32(v)
+				md.value(v, !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0))
 			}
 			// A rejected call writes nothing, so the output always equals
 			// the model's.
@@ -967,11 +1085,7 @@ func (md *jsonModel) value(v any, ok bool) {
 	if !md.valueDue() {
 		return
 	}
-	if raw, ok := v.(json.RawMessage); ok {
-		md.out.Write(raw) // as given: Raw does not compact
-	} else {
-		md.out.Write(md.marshal(v))
-	}
+	md.out.Write(md.marshal(v)) // a json.RawMessage compacted and escaped
 	md.place(v)
 }
 
@@ -1085,6 +1199,14 @@ func sameValue(got, want any) error {
 		if f, err := strconv.ParseFloat(string(n), 64); err != nil || f != w || math.Signbit(f) != math.Signbit(w) {
 			return fmt.Errorf("got %v, want %v", n, w)
 		}
+	case float32:
+		n, ok := got.(json.Number)
+		if !ok {
+			return fmt.Errorf("got %T, want a number", got)
+		}
+		if f, err := strconv.ParseFloat(string(n), 32); err != nil || float32(f) != w || math.Signbit(f) != math.Signbit(float64(w)) {
+			return fmt.Errorf("got %v, want float32 %v", n, w)
+		}
 	case bool, nil:
 		if got != want {
 			return fmt.Errorf("got %v, want %v", got, want)
@@ -1104,6 +1226,9 @@ func sameValue(got, want any) error {
 			return fmt.Errorf("got %q, want %v", s, rt)
 		}
 	case json.RawMessage:
+		if w == nil {
+			w = json.RawMessage("null")
+		}
 		dec := json.NewDecoder(bytes.NewReader(w))
 		dec.UseNumber()
 		var v any

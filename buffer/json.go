@@ -4,9 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/memkit/memkit/internal/checked"
 )
@@ -81,7 +79,8 @@ func NewJSON(b *Buffer) JSON { return JSON{b: b} }
 // SetEscapeHTML sets whether `<`, `>` and `&` in strings and keys are
 // escaped as \u003c, \u003e and \u0026 (default true), as
 // json.Encoder.SetEscapeHTML does. U+2028 and U+2029 are escaped either
-// way, as encoding/json does, since they end a line in JavaScript.
+// way, as encoding/json does, since they end a line in JavaScript; in a
+// [JSON.Raw] value, as encoding/json does, only while escaping is on.
 func (j *JSON) SetEscapeHTML(on bool) { j.plain = !on }
 
 // Buffer returns the buffer j writes to.
@@ -122,6 +121,7 @@ func (j *JSON) value(n int) bool {
 	if l := len(b.buf); j.st == stArrNext && cap(b.buf)-l > n {
 		b.buf = b.buf[:l+1]
 		b.buf[l] = ','
+		b.lastRead = opInvalid // a write, for UnreadByte
 		return true
 	}
 	return j.valueSlow(n)
@@ -162,13 +162,15 @@ func (j *JSON) valueSlow(n int) bool {
 	return true
 }
 
-// room makes room for n bytes, or records the refusal of a Strict buffer.
+// room makes room for n bytes, about to be written, or records the
+// refusal of a Strict buffer.
 func (j *JSON) room(n int) bool {
 	b := j.b
 	if cap(b.buf)-len(b.buf) < n && !b.grow(n) {
 		j.fail(b.refuse())
 		return false
 	}
+	b.lastRead = opInvalid // a write, for UnreadByte
 	return true
 }
 
@@ -197,6 +199,7 @@ func (j *JSON) putUint(u uint64, neg int) {
 	if j.st == stArrNext && cap(b.buf)-l > n {
 		b.buf = b.buf[:l+1]
 		b.buf[l] = ','
+		b.lastRead = opInvalid
 		l++
 	} else {
 		if !j.valueSlow(n) {
@@ -228,36 +231,29 @@ func (j *JSON) putUint(u uint64, neg int) {
 	d[i-1] = byte('0' + w)
 }
 
-// Float writes f as encoding/json does: the shortest decimal that reads
-// back as f, with an exponent only below 1e-6 or from 1e21 up. NaN and
-// ±Inf record [ErrNonFinite].
-func (j *JSON) Float(f float64) {
+// Float writes f as encoding/json writes a float64: the shortest decimal
+// that reads back as f, with an exponent only below 1e-6 or from 1e21 up.
+// NaN and ±Inf record [ErrNonFinite].
+func (j *JSON) Float(f float64) { j.float(f, 64) }
+
+// Float32 writes f as encoding/json writes a float32: the shortest decimal
+// that reads back as f when parsed as a float32 (0.1, where [JSON.Float]
+// of float64(f) writes 0.10000000149011612), with an exponent only below
+// 1e-6 or from 1e21 up. NaN and ±Inf record [ErrNonFinite].
+func (j *JSON) Float32(f float32) { j.float(float64(f), 32) }
+
+// float writes f, a float of bitSize 32 or 64.
+func (j *JSON) float(f float64, bitSize int) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		j.fail(ErrNonFinite)
 		return
 	}
 	var tmp [32]byte
-	out := appendJSONFloat(tmp[:0], f)
+	out := appendJSONFloat(tmp[:0], f, bitSize)
 	if !j.value(len(out)) {
 		return
 	}
 	j.b.buf = append(j.b.buf, out...)
-}
-
-// appendJSONFloat formats finite f by encoding/json's rule (ES6 number to
-// string): 'f' format, or 'e' for magnitudes below 1e-6 or from 1e21 up,
-// with a one-digit negative exponent unpadded (e-7, not e-07).
-func appendJSONFloat(dst []byte, f float64) []byte {
-	format := byte('f')
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
-		format = 'e'
-	}
-	dst = strconv.AppendFloat(dst, f, format, -1, 64)
-	if n := len(dst); format == 'e' && n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-		dst[n-2] = dst[n-1]
-		dst = dst[:n-1]
-	}
-	return dst
 }
 
 // Bool writes true or false.
@@ -307,33 +303,36 @@ func (j *JSON) Time(t time.Time) {
 	}
 }
 
-// strictRFC3339 reports whether a time formatted by RFC3339Nano is valid
-// RFC 3339: a four-digit year and a zone under 24 hours.
-func strictRFC3339(b []byte) bool {
-	if len(b) < len("2006-01-02T15:04:05Z") || b[4] != '-' {
-		return false
-	}
-	if b[len(b)-1] == 'Z' {
-		return true
-	}
-	z := b[len(b)-6:] // +hh:mm
-	if z[0] >= '0' && z[0] <= '9' {
-		return false // more than two hour digits
-	}
-	return (z[1]-'0')*10+(z[2]-'0') < 24
-}
-
-// Raw writes raw, which must be one complete JSON value (whitespace
-// around it is kept); anything else records an error matching [ErrJSON].
-// Checking it costs a scan of raw (json.Valid).
+// Raw writes raw, which must be one complete JSON value, as json.Marshal
+// writes a json.RawMessage: compacted (whitespace outside strings
+// dropped), and, unless [JSON.SetEscapeHTML] turned it off, with `<`, `>`,
+// `&`, U+2028 and U+2029 escaped as \u003c, \u003e, \u0026, \u2028 and
+// \u2029 (with it off, none of them: unlike in a string, encoding/json
+// leaves U+2028 and U+2029 in a RawMessage as they are then). A
+// nil raw writes null, as a nil json.RawMessage. Anything that is not one
+// JSON value records an error matching [ErrJSON] that wraps encoding/json's
+// *json.SyntaxError ("memkit/buffer: JSON: Raw value is not valid JSON:
+// invalid character 'x' looking for beginning of value"). It costs json.Valid's
+// scan of raw and two light passes; only an invalid raw allocates (the
+// error).
 func (j *JSON) Raw(raw []byte) {
+	if raw == nil {
+		raw = jsonNull
+	}
 	if !json.Valid(raw) {
-		j.fail(errRaw)
+		j.fail(rawError(raw))
 		return
 	}
-	if j.value(len(raw)) {
-		j.b.buf = append(j.b.buf, raw...)
+	html := !j.plain
+	_, n, verbatim := compact(nil, raw, html, false)
+	if !j.value(n) {
+		return
 	}
+	if verbatim {
+		j.b.buf = append(j.b.buf, raw...)
+		return
+	}
+	j.b.buf, _, _ = compact(j.b.buf, raw, html, true)
 }
 
 // BeginArray opens an array.
@@ -445,117 +444,4 @@ func (j *JSON) Key(k string) {
 	buf = j.appendQuoted(buf, k, plain)
 	j.b.buf = append(buf, ':')
 	j.st = stObjValue
-}
-
-// safeSet[c] is true for the ASCII bytes a JSON string holds unescaped;
-// htmlSafeSet also excludes <, > and &. Bytes from 0x80 are false: they are
-// checked as UTF-8.
-var safeSet, htmlSafeSet = func() (s, h [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		s[c] = c != '"' && c != '\\'
-		h[c] = s[c] && c != '<' && c != '>' && c != '&'
-	}
-	return
-}()
-
-// quotedLen returns the length of s quoted and escaped, and whether s needs
-// no escape at all.
-func (j *JSON) quotedLen(s string) (int, bool) {
-	set := &htmlSafeSet
-	if j.plain {
-		set = &safeSet
-	}
-	i := 0
-	for i < len(s) && set[s[i]] {
-		i++
-	}
-	if i == len(s) {
-		return len(s) + 2, true
-	}
-	n := i + 2
-	for i < len(s) {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case set[c]:
-				n++
-			case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
-				n += 2
-			default:
-				n += 6
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			n += 6
-		} else {
-			n += size
-		}
-		i += size
-	}
-	return n, false
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendQuoted appends s quoted and escaped; dst has room for it (see
-// quotedLen), and plain says s needs no escape.
-func (j *JSON) appendQuoted(dst []byte, s string, plain bool) []byte {
-	dst = append(dst, '"')
-	if plain {
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	set := &htmlSafeSet
-	if j.plain {
-		set = &safeSet
-	}
-	start := 0 // s[start:i] is pending, unescaped
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if set[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&15])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +175,7 @@ func TestJSON_DocumentMatchesMarshal(t *testing.T) {
 		j.Raw([]byte(` {"a": [1, 2]} `))
 		j.EndObject()
 	})
-	want := `{"name":"memkit \u003cbuffer\u003e","ids":[1,-2,3],"empty":{},"none":[],"ok":true,"no":false,"nil":null,"pi":3.14159,"raw": {"a": [1, 2]} }`
+	want := `{"name":"memkit \u003cbuffer\u003e","ids":[1,-2,3],"empty":{},"none":[],"ok":true,"no":false,"nil":null,"pi":3.14159,"raw":{"a":[1,2]}}`
 	if err != nil || got != want {
 		t.Fatalf("got %s, %v\nwant %s", got, err, want)
 	}
@@ -201,8 +202,8 @@ func TestJSON_MisuseRecordsExactErrors(t *testing.T) {
 		{"second value", func(j *buffer.JSON) { j.Int(1); j.Int(2) }, "memkit/buffer: JSON: second top-level value", "1"},
 		{"NaN", func(j *buffer.JSON) { j.BeginArray(); j.Float(math.NaN()) }, "memkit/buffer: JSON cannot represent NaN or infinity", "["},
 		{"Inf", func(j *buffer.JSON) { j.Float(math.Inf(-1)) }, "memkit/buffer: JSON cannot represent NaN or infinity", ""},
-		{"bad Raw", func(j *buffer.JSON) { j.Raw([]byte("{")) }, "memkit/buffer: JSON: Raw value is not valid JSON", ""},
-		{"two Raw values", func(j *buffer.JSON) { j.Raw([]byte("1 2")) }, "memkit/buffer: JSON: Raw value is not valid JSON", ""},
+		{"bad Raw", func(j *buffer.JSON) { j.Raw([]byte("{")) }, "memkit/buffer: JSON: Raw value is not valid JSON: unexpected end of JSON input", ""},
+		{"two Raw values", func(j *buffer.JSON) { j.Raw([]byte("1 2")) }, "memkit/buffer: JSON: Raw value is not valid JSON: invalid character '2' after top-level value", ""},
 		{"nothing", func(j *buffer.JSON) {}, "memkit/buffer: JSON: no value written", ""},
 		{"unclosed", func(j *buffer.JSON) { j.BeginArray(); j.BeginObject() }, "memkit/buffer: JSON: unclosed array or object", "[{"},
 		{"first error sticks", func(j *buffer.JSON) { j.EndArray(); j.Float(math.NaN()); j.Int(1) }, "memkit/buffer: JSON: EndArray without an open array", ""},
@@ -263,6 +264,7 @@ func TestJSON_WritesNoAllocations(t *testing.T) {
 	p := mustPool(t, buffer.WithDefaultSize(4096))
 	tm := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
 	raw := []byte(`{"a":1}`)
+	spaced := []byte(` { "html": "<&>\u2028" , "n" : [ 1 , 2 ] } `) // compacted and escaped
 	n := testing.AllocsPerRun(100, func() {
 		b := p.Get()
 		j := buffer.NewJSON(b)
@@ -274,10 +276,12 @@ func TestJSON_WritesNoAllocations(t *testing.T) {
 		j.Int(-123)
 		j.Uint(456)
 		j.Float(1.5e-9)
+		j.Float32(0.1)
 		j.Bool(true)
 		j.Null()
 		j.Time(tm)
 		j.Raw(raw)
+		j.Raw(spaced)
 		j.EndArray()
 		j.EndObject()
 		if j.Err() != nil {
@@ -304,5 +308,220 @@ func TestJSON_BufferAndNonASCIIKeysStayValid(t *testing.T) {
 	j.EndArray()
 	if j.Err() != nil || !json.Valid(b.Bytes()) || !utf8.Valid(b.Bytes()) {
 		t.Fatalf("err %v", j.Err())
+	}
+}
+
+// marshalRaw is what encoding/json writes for json.RawMessage(raw):
+// json.Marshal with HTML escaping, an Encoder with SetEscapeHTML(false)
+// without.
+func marshalRaw(raw []byte, html bool) (string, error) {
+	if html {
+		out, err := json.Marshal(json.RawMessage(raw))
+		return string(out), err
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(json.RawMessage(raw))
+	return strings.TrimSuffix(out.String(), "\n"), err
+}
+
+// checkRaw fails t unless Raw(raw) writes what encoding/json writes for
+// json.RawMessage(raw) in the mode html, or, for raw encoding/json
+// refuses, records an error matching ErrJSON that wraps encoding/json's
+// own *json.SyntaxError, with its text and offset, and writes nothing.
+func checkRaw(t *testing.T, raw []byte, html bool) {
+	t.Helper()
+	want, werr := marshalRaw(raw, html)
+	got, err := write(t, html, func(j *buffer.JSON) { j.Raw(raw) })
+	if werr == nil {
+		if err != nil || got != want {
+			t.Fatalf("Raw(%q) html=%v: %q, %v\nencoding/json: %q", raw, html, got, err, want)
+		}
+		return
+	}
+	var wsyn, gsyn *json.SyntaxError
+	if !errors.As(werr, &wsyn) {
+		t.Fatalf("encoding/json's error for %q is %T: %v", raw, werr, werr)
+	}
+	switch {
+	case got != "" || err == nil || !errors.Is(err, buffer.ErrJSON):
+		t.Fatalf("Raw(%q) html=%v: %q, %v; want nothing written and an ErrJSON", raw, html, got, err)
+	case !errors.As(err, &gsyn) || gsyn.Error() != wsyn.Error() || gsyn.Offset != wsyn.Offset:
+		t.Fatalf("Raw(%q): error %v; want encoding/json's %v (offset %d)", raw, err, wsyn, wsyn.Offset)
+	case err.Error() != "memkit/buffer: JSON: Raw value is not valid JSON: "+wsyn.Error():
+		t.Fatalf("Raw(%q): error text %q", raw, err)
+	}
+}
+
+// Issue 25: Raw wrote raw as given, where json.Marshal(json.RawMessage(x))
+// compacts it and escapes HTML characters and U+2028/U+2029 (7 of 30 cases
+// differed).
+func TestJSON_RawMatchesMarshalRawMessage(t *testing.T) {
+	cases := []string{
+		// values, compact and spaced
+		`{"a":1}`, ` {"a" : [1, 2 ,3]} `, "\t\n\r 1 \n", `true`, `false`, `null`, "  null  ",
+		`{}`, `[]`, `[ ]`, `{ }`, `""`, `"  spaces  inside  "`,
+		// nesting
+		`{"a":{"b":{"c":[{"d":null},[[]],{}]}}}`,
+		"{\n  \"a\": {\n    \"b\": [\n      1,\n      {\"c\": \"d e\"}\n    ]\n  }\n}\n",
+		// HTML characters and the line separators, in keys and values
+		`"<script>&</script>"`, `{"html":"<>&","k<":">v"}`, "\"\u2028\u2029\"", "[\"a\u2028b\", \"c\u2029\"]",
+		`"already \u003c \u2028 escaped"`, `"\\u003c"`, `"\\"`, `{"a":"\\"}`,
+		// strings with escapes, non-ASCII, invalid UTF-8 (json.Valid accepts it)
+		`"esc \" \\ \/ \b \f \n \r \t \u00e9 \ud834\udd1e"`, `"é☺𝄞"`, "\"\xff invalid \xe2\x80 utf8\"", "\"\xe2\x80\xa8\"",
+		// numbers
+		`[1, 2.5e10 , -0, 1E-7, 0.1, -1.5e-300]`, `123456789012345678901234567890`, `-0.0`,
+		// invalid
+		``, ` `, `{`, `1 2`, `[1,]`, `{"a"}`, `'x'`, `nul`, `"unterminated`, "\"ctl\x01\"", `{"a":1}}`,
+		`01`, `[1 2]`, `NaN`, `<`, "\"\u2028", `{"a":<}`,
+	}
+	if len(cases) < 30 {
+		t.Fatal("the issue asks for at least 30 cases")
+	}
+	for _, c := range cases {
+		for _, html := range []bool{true, false} {
+			checkRaw(t, []byte(c), html)
+		}
+	}
+	// A nil raw is a nil json.RawMessage: null.
+	for _, html := range []bool{true, false} {
+		checkRaw(t, nil, html)
+	}
+}
+
+// randomJSON appends a random JSON value of at most depth levels, with
+// random whitespace between tokens and strings full of what Raw must
+// escape or keep.
+func randomJSON(r *rand.Rand, dst []byte, depth int) []byte {
+	ws := func(dst []byte) []byte {
+		for range r.IntN(3) {
+			dst = append(dst, " \t\n\r"[r.IntN(4)])
+		}
+		return dst
+	}
+	str := func(dst []byte) []byte {
+		dst = append(dst, '"')
+		for range r.IntN(8) {
+			pieces := []string{"a", " ", "<", ">", "&", "\u2028", "\u2029", "é", "\xff", `\"`, `\\`, `\n`, `\u003c`, `\u2028`, "\xe2\x80", "\xe2"}
+			dst = append(dst, pieces[r.IntN(len(pieces))]...)
+		}
+		return append(dst, '"')
+	}
+	dst = ws(dst)
+	k := r.IntN(8)
+	if depth == 0 {
+		k %= 4
+	}
+	switch k {
+	case 0:
+		dst = str(dst)
+	case 1:
+		dst = strconv.AppendFloat(dst, r.NormFloat64()*math.Pow(10, float64(r.IntN(40)-20)), 'g', -1, 64)
+	case 2:
+		dst = append(dst, []string{"true", "false", "null"}[r.IntN(3)]...)
+	case 3:
+		dst = strconv.AppendInt(dst, r.Int64()>>r.IntN(64), 10)
+	case 4, 5:
+		dst = append(dst, '[')
+		for i := range r.IntN(4) {
+			if i > 0 {
+				dst = append(ws(dst), ',')
+			}
+			dst = randomJSON(r, dst, depth-1)
+		}
+		dst = append(ws(dst), ']')
+	default:
+		dst = append(dst, '{')
+		for i := range r.IntN(4) {
+			if i > 0 {
+				dst = append(ws(dst), ',')
+			}
+			dst = str(ws(dst))
+			dst = append(ws(dst), ':')
+			dst = randomJSON(r, dst, depth-1)
+		}
+		dst = append(ws(dst), '}')
+	}
+	return ws(dst)
+}
+
+// Random documents, and the same documents with a byte changed, cut short
+// or doubled, against json.Marshal(json.RawMessage(x)) in both modes.
+func TestJSON_RawMatchesMarshalOnRandomDocuments(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 1))
+	n := 5000
+	if testing.Short() {
+		n = 500
+	}
+	var doc []byte
+	for range n {
+		doc = randomJSON(r, doc[:0], 4)
+		html := r.IntN(2) == 0
+		checkRaw(t, doc, html)
+		bad := append([]byte(nil), doc...)
+		switch r.IntN(3) {
+		case 0:
+			bad[r.IntN(len(bad))] = "{}[],:\"\\x<\u2028 "[r.IntN(14)]
+		case 1:
+			bad = bad[:r.IntN(len(bad))]
+		case 2:
+			bad = append(bad, doc...)
+		}
+		checkRaw(t, bad, html)
+	}
+}
+
+// float32s returns float32 values whose formatting differs in some way:
+// zeros, subnormals, the extremes, the neighbours of the exponent cutoffs
+// 1e-6 and 1e21, and count random bit patterns, a quarter of them
+// subnormal (NaN and infinities included: they must be refused).
+func float32s(count int) []float32 {
+	vs := []float32{
+		0, float32(math.Copysign(0, -1)), 0.1, 1.0 / 3, 16777216, 16777217, 1, -1, 1e20, 1e21, 1e-6, 1e-7,
+		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32,
+		math.Float32frombits(0x007fffff), math.Float32frombits(0x00800000), // largest subnormal, smallest normal
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+	}
+	for _, cut := range []float32{1e-6, 1e21} {
+		vs = append(vs, math.Nextafter32(cut, 0), math.Nextafter32(cut, float32(math.Inf(1))),
+			-math.Nextafter32(cut, 0), -math.Nextafter32(cut, float32(math.Inf(1))))
+	}
+	r := rand.New(rand.NewPCG(32, 25))
+	for i := range count {
+		bits := r.Uint32()
+		if i%4 == 0 {
+			bits &= 0x807fffff // exponent 0: subnormal or zero
+		}
+		vs = append(vs, math.Float32frombits(bits))
+	}
+	return vs
+}
+
+// Issue 25: there was no float32 writer; float32(0.1) through Float wrote
+// 0.10000000149011612. Float32 writes what encoding/json writes for a
+// float32, for 10^5 random values and the edge cases.
+func TestJSON_Float32MatchesEncodingJSON(t *testing.T) {
+	n := 100000
+	if testing.Short() {
+		n = 10000
+	}
+	b := buffer.Get()
+	defer b.Free()
+	for _, f := range float32s(n) {
+		b.Reset()
+		j := buffer.NewJSON(b)
+		j.Float32(f)
+		err := j.Err()
+		want, werr := json.Marshal(f)
+		switch {
+		case werr != nil && err != buffer.ErrNonFinite:
+			t.Fatalf("Float32(%v): %q, %v; want ErrNonFinite", f, b.Bytes(), err)
+		case werr == nil && (err != nil || !bytes.Equal(b.Bytes(), want)):
+			t.Fatalf("Float32(%v) (bits %#x): %q, %v; encoding/json %s", f, math.Float32bits(f), b.Bytes(), err, want)
+		}
+	}
+	if got, _ := write(t, true, func(j *buffer.JSON) { j.Float32(0.1) }); got != "0.1" {
+		t.Fatalf("Float32(0.1) = %s", got)
 	}
 }

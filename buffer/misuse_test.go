@@ -207,6 +207,34 @@ func bufferMistakes() []memtest.Mistake {
 			},
 		},
 		{
+			Name:    "Grow past what the system can serve",
+			Release: "panic `bytes.ErrTooLarge` (`bytes.Buffer: too large`), asked of the kernel before anything is reserved, the Buffer unchanged; a Strict FixedPool buffer never reserves: nothing changes",
+			Checked: "the same",
+			Panic:   "bytes.Buffer: too large",
+			Setup: func(t testing.TB) (func(), func() error) {
+				p := mustPool(t)
+				b, w := p.Get(), newWitness(p.Get(), 13)
+				b.WriteString("mine")
+				return func() { b.Grow(hostileSize) }, func() error {
+					if b.String() != "mine" {
+						return fmt.Errorf("the Buffer holds %q, want %q", b.String(), "mine")
+					}
+					return w.intact()
+				}
+			},
+		},
+		{
+			Name:    "GetSize past what the system can serve",
+			Release: "panic `bytes.ErrTooLarge`, asked of the kernel before anything is reserved",
+			Checked: "the same",
+			Panic:   "bytes.Buffer: too large",
+			Setup: func(t testing.TB) (func(), func() error) {
+				p := mustPool(t)
+				w := newWitness(p.Get(), 14)
+				return func() { p.GetSize(hostileSize) }, w.intact
+			},
+		},
+		{
 			Name:    "Slice.PushOwned of a buffer bytepool did not hand out",
 			Release: "not caught: Slice.Free gives it to bytepool, which keeps it or counts a bad free",
 			Checked: "ForeignFree",

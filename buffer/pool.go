@@ -1,6 +1,7 @@
 package buffer
 
 import (
+	"bytes"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -115,7 +117,7 @@ func (p *Pool) Get() *Buffer {
 			b.buf, b.owned = nil, false
 		}
 	}
-	b.state = stLive
+	b.state, b.lastRead = stLive, opInvalid
 	if checked.Enabled {
 		p.track.Alloc(uintptr(unsafe.Pointer(b)), 0, checked.SkipWithin(pkgPath))
 	}
@@ -124,10 +126,14 @@ func (p *Pool) Get() *Buffer {
 
 // GetSize returns an empty Buffer with room for at least n bytes, taken
 // from bytepool now (n rounded up to its class). It panics with
-// "memkit/buffer: negative size" if n < 0.
+// "memkit/buffer: negative size" if n < 0, and with bytes.ErrTooLarge, as
+// [Buffer.Grow], if the system cannot serve n bytes now.
 func (p *Pool) GetSize(n int) *Buffer {
 	if n < 0 {
 		panic(msgNegative)
+	}
+	if !sysmem.Available(uint64(n)) {
+		panic(bytes.ErrTooLarge) // asked first: make would end the process
 	}
 	b := p.Get()
 	if n > 0 && cap(b.buf) < n {

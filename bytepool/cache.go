@@ -187,6 +187,7 @@ func (c *Cache) refill(cl, n int) []byte {
 		got++
 	}
 	if got == 0 {
+		mustServe(l.size)
 		ptr := p.grow(cl)
 		if ptr == nil {
 			return p.fallback(cl, n)

@@ -74,8 +74,10 @@
 // # Misuse
 //
 //   - Get(n) with n < 0 panics: "memkit/bytepool: negative size"; a size
-//     above the largest class that the Go heap cannot address panics with
-//     "memkit/bytepool: size ... is more than the heap can serve".
+//     the machine cannot serve now (asked of the kernel before anything is
+//     reserved, for sizes of 64 MiB and more) panics with "memkit/bytepool:
+//     size ... is more than the machine can allocate now", never the
+//     runtime's fatal out-of-memory; TryGet reports false.
 //   - Put of a buffer whose capacity is no class is dropped and counted in
 //     Stats.BadFrees; it is never filed into a class it does not fit.
 //   - Put of a re-sliced buffer whose start moved: a Bounded pool drops and

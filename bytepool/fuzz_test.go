@@ -2,6 +2,7 @@ package bytepool_test
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"unsafe"
@@ -10,6 +11,7 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // expect is what a goroutine's model says the pool's counters must show.
@@ -22,13 +24,15 @@ type expect struct {
 // that no two live buffers overlap, that every byte written reads back until
 // Put, and that the pool's stats agree with the models. The misuses it tries
 // — a Put of foreign memory, a Put of a buffer whose start moved, a second
-// Put — must be counted (release build) or reported (checked build), and
-// must leave every live buffer intact.
+// Put — must be counted (release build) or reported (checked build), a size
+// the machine cannot serve must panic with bytepool's message (TryGet: false)
+// in both, and every misuse must leave every live buffer intact.
 func FuzzPool(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{1, 0, 200, 0, 0, 255, 255, 4, 0, 4, 1, 5, 9, 9, 6, 0, 8, 100, 0})
 	f.Add([]byte{2, 3, 0, 0, 1, 1, 16, 0, 2, 0, 64, 4, 0, 3, 0, 2, 7, 8, 7, 1, 2})
 	f.Add([]byte{5, 0, 255, 1, 0, 255, 1, 0, 255, 1, 3, 255, 1, 4, 0, 4, 0, 4, 0})
+	f.Add([]byte{0, 0, 100, 0, 6, 6, 1, 0, 5, 6, 6, 255, 255, 38, 7})
 	f.Fuzz(runFuzzBody)
 }
 
@@ -195,7 +199,23 @@ func runOps(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, sol
 // build), reported (checked build) or, where the table says neither, that
 // it left every live buffer intact (the caller verifies the model).
 func misuseOp(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, solo bool) error {
-	switch k := ops.Byte(); k % 6 {
+	switch k := ops.Byte(); k % 7 {
+	case 6: // a hostile length: a size the machine cannot serve, as a peer's length field may ask
+		n, ok := hostileSize(ops)
+		if !ok {
+			return nil
+		}
+		want := panicTooLarge(n)
+		if msg := memtest.PanicOf(func() { p.Get(n) }); msg != want {
+			return errorf("Get(%d): panic %q; want %q", n, msg, want)
+		}
+		if msg := memtest.PanicOf(func() { p.NewCache().Get(n) }); msg != want {
+			return errorf("Cache.Get(%d): panic %q; want %q", n, msg, want)
+		}
+		if b, ok := p.TryGet(n); ok || b != nil {
+			return errorf("TryGet(%d) = %d bytes, %v", n, len(b), ok)
+		}
+		e.failures++
 	case 3: // a write after Put, before anyone can get the buffer again
 		if len(m.Live) == 0 || !solo {
 			// Another goroutine could get the buffer first: the write
@@ -333,6 +353,18 @@ func misuseOp(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, s
 		}
 	}
 	return nil
+}
+
+// hostileSize decodes a size above every class that the machine refuses
+// now (sysmem.Available): from 1 TiB to the largest int. ok is false where
+// an int cannot hold one or the machine would serve it.
+func hostileSize(ops *memtest.Ops) (n int, ok bool) {
+	if math.MaxInt < 1<<40 {
+		return 0, false
+	}
+	u := uint64(1)<<40 | uint64(ops.Uint16())<<(24+ops.Byte()%39)
+	n = int(u & math.MaxInt)
+	return n, !sysmem.Available(uint64(n))
 }
 
 // misuseOf runs f and returns the *checked.Misuse it panicked with, or nil

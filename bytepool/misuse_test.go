@@ -2,11 +2,13 @@ package bytepool_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // panicDoubleFree is the release build's panic for a second Put it sees.
@@ -129,7 +131,27 @@ var mistakes = []memtest.Mistake{
 			}, intact
 		},
 	},
+	{
+		// Issue 21 case 1.
+		Name: "Get of a size the machine cannot serve (a peer's length field)",
+		Release: "panic `memkit/bytepool: size … is more than the machine can allocate now …`, asked of the kernel " +
+			"before anything is reserved (`TryGet`: false; `WithMaxSize` past 2^47-1: an error from `New`), never the runtime's fatal out-of-memory",
+		Checked: "the same",
+		Panic:   panicTooLarge(int(tib64)),
+		Setup: func(t testing.TB) (func(), func() error) {
+			if math.MaxInt < 1<<46 || sysmem.Available(tib64) {
+				t.Skip("needs a 64-bit system that refuses to map 64 TiB")
+			}
+			p := mustNew(t)
+			intact := bystanders(p, 6, 0)
+			return func() { p.Get(int(tib64)) }, intact
+		},
+	},
 }
+
+// tib64 is 64 TiB, a size no machine this runs on has the memory for (a
+// variable, so that 32-bit platforms compile int(tib64)).
+var tib64 = uint64(1) << 46
 
 // TestMistakes runs the misuse table in the build in use: go test and go
 // test -tags memkitdebug each check their column.

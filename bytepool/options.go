@@ -6,6 +6,7 @@ import (
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/internal/sizeclass"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // Policy selects how a [Pool] obtains and keeps memory.
@@ -93,6 +94,8 @@ func (c *config) check() error {
 	switch {
 	case c.shards < 1 || c.shards > 1<<16:
 		return fmt.Errorf("%sShards %d must be between 1 and 65536", prefix, c.shards)
+	case uint64(max(c.maxSize, 0)) > sysmem.MaxAlloc:
+		return fmt.Errorf("%sMaxSize %d is more than any one allocation can be (at most %d); lower it", prefix, c.maxSize, sysmem.MaxAlloc)
 	case c.policy != Elastic && c.policy != Bounded:
 		return fmt.Errorf("%sPolicy %d is neither Elastic nor Bounded", prefix, int(c.policy))
 	}
@@ -116,7 +119,12 @@ func (c *config) regionSize() int64 {
 func WithMinSize(n int) Option { return func(c *config) { c.minSize = n } }
 
 // WithMaxSize sets the largest class (default 1 MiB). Larger requests are
-// served by make and counted in Stats.HeapFallbacks. It must be a power of two.
+// served by make and counted in Stats.HeapFallbacks. It must be a power of
+// two, and at most the largest allocation the Go runtime can serve (2^47-1
+// bytes on 64-bit platforms, 2^31-1 on 32-bit ones): New returns an error
+// past it. A class the machine cannot serve when Get needs a new buffer of
+// it panics with a memkit message (TryGet reports false), as a request
+// above the largest class does.
 func WithMaxSize(n int) Option { return func(c *config) { c.maxSize = n } }
 
 // WithClassesPerDoubling sets how many classes divide each doubling of size

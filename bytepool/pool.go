@@ -11,6 +11,7 @@ import (
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/sizeclass"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // Pool is a pool of []byte buffers in size classes.
@@ -183,8 +184,12 @@ func lookup(tab unsafe.Pointer, n int) uint8 {
 // Stats.HeapFallbacks; Put accepts it back and drops it. A request the
 // pool's budget cannot cover comes from the heap too, counted the same way
 // (see [WithBudget]). Get panics with "memkit/bytepool: negative size" if
-// n < 0, and with "memkit/bytepool: size ... is more than the heap can
-// serve" for a size above the largest class that make could not allocate.
+// n < 0, and with "memkit/bytepool: size ... is more than the machine can
+// allocate now" when it would have to make a buffer (a size above the
+// largest class, or a new buffer of a class of 64 MiB or more) that the
+// machine cannot serve: the kernel is asked before anything is reserved,
+// so a size read from a peer never ends the process with the runtime's
+// fatal out-of-memory.
 //
 // The buffer holds what its previous user wrote (but for its first 8 bytes,
 // which an Elastic pool uses to mark idle buffers and clears) unless the
@@ -227,6 +232,7 @@ func (p *Pool) getSlow(n int) []byte {
 	e := &p.elastic[c]
 	ptr, _ := e.free.Get().(unsafe.Pointer)
 	if ptr == nil {
+		mustServe(e.size)
 		return p.getNew(c, n)
 	}
 	if p.sampled(ptr) {
@@ -248,8 +254,10 @@ func slice(ptr unsafe.Pointer, n, size int) []byte {
 // TryGet is like Get but reports false, leaving the pool unchanged but for
 // Stats.Failures, instead of falling back to the heap: when a Bounded pool's
 // region is used up, when an Elastic pool with a [WithBudget] limit would
-// need a new buffer past it, or when n is above the largest class. An
-// Elastic pool without a limit never fails for n within the classes.
+// need a new buffer past it, when n is above the largest class, or when a
+// new buffer of a class of 64 MiB or more is more than the machine can
+// allocate now. An Elastic pool without a limit never fails for n within
+// the classes below 64 MiB.
 func (p *Pool) TryGet(n int) ([]byte, bool) {
 	if n < 0 {
 		panic(errNegative)
@@ -265,7 +273,7 @@ func (p *Pool) TryGet(n int) ([]byte, bool) {
 	} else {
 		e := &p.elastic[c]
 		ptr, _ = e.free.Get().(unsafe.Pointer)
-		if ptr == nil {
+		if ptr == nil && sysmem.Available(uint64(e.size)) {
 			ptr = p.grow(c)
 		}
 		if ptr != nil && p.sampled(ptr) {
@@ -360,20 +368,25 @@ func (p *Pool) getOversize(n int) []byte {
 	return b
 }
 
-// maxOversize is the largest buffer Get serves above the classes: the
-// address space a 64-bit Go heap can use (2^48 bytes) or, on 32-bit
-// platforms, what an int can hold. make panics with a runtime error past
-// it; Get says what went wrong instead. (Below it, a size the machine has
-// no memory for still ends the process, as make does.)
-const maxOversize = (1<<48-1)*(bits.UintSize/64) + (1<<31-1)*(1-bits.UintSize/64)
-
 // makeOversize makes a buffer of n bytes, or panics with a memkit message
-// when n is past what the heap can serve.
+// when the machine cannot serve it now.
 func makeOversize(n int) []byte {
-	if uint64(n) > maxOversize {
-		panic(fmt.Sprintf("%ssize %d is more than the heap can serve (at most %d bytes)", prefix, n, uint64(maxOversize)))
-	}
+	mustServe(n)
 	return make([]byte, n)
+}
+
+// mustServe panics with a memkit message unless the machine can serve a
+// make of n bytes now ([sysmem.Available]: a compare below 64 MiB, one
+// mapping asked of the kernel and given back above): make would end the
+// process with the runtime's unrecoverable "out of memory" instead. Every
+// path that makes a buffer of a size the caller chose passes through it
+// first: Get above the largest class, and a new buffer of a class of 64
+// MiB or more.
+func mustServe(n int) {
+	if !sysmem.Available(uint64(n)) {
+		panic(fmt.Sprintf("%ssize %d is more than the machine can allocate now "+
+			"(the runtime would end the process): bound sizes that come from outside before Get", prefix, n))
+	}
 }
 
 // fallback serves a request from the heap when a Bounded pool's region is
@@ -381,6 +394,7 @@ func makeOversize(n int) []byte {
 // capacity, so Put accepts it back: a Bounded pool drops it, an Elastic one
 // keeps it like any other.
 func (p *Pool) fallback(c, n int) []byte {
+	mustServe(p.sizes[c])
 	b := make([]byte, n, p.sizes[c])
 	p.counts.fallbacks.Add(1)
 	if p.region != nil {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/experimental"
@@ -54,7 +55,7 @@ func New(opts ...Option) (*Pool, error) {
 	if c.bp == nil {
 		bp, err := bytepool.New(bytepool.WithMaxSize(DefaultMaxSize))
 		if err != nil {
-			return nil, fmt.Errorf("memkit/grpcpool: %w", err)
+			return nil, fmt.Errorf("%s%w", prefix, err)
 		}
 		c.bp = bp
 	}
@@ -63,8 +64,23 @@ func New(opts ...Option) (*Pool, error) {
 
 // Get returns a buffer of the given length, behind a *[]byte that gRPC
 // hands back to Put. It panics with "memkit/bytepool: negative size" if
-// length < 0.
+// length < 0, and with "memkit/grpcpool: Get(n): more than the system can
+// allocate now; lower grpc.MaxRecvMsgSize ..." if length is more than the
+// system can allocate now (asked of the kernel before reserving).
+//
+// mem.BufferPool's Get has no way to fail, and a shorter buffer would make
+// gRPC read a message into too little memory, so a size the machine cannot
+// serve is a panic: one that says what to do, where make would have ended
+// the process with the runtime's unrecoverable "out of memory". gRPC itself
+// never asks for more than the receiving side's largest message
+// (grpc.MaxRecvMsgSize on a server, grpc.MaxCallRecvMsgSize on a client; 4
+// MiB by default): a peer's length field above it is refused with
+// ResourceExhausted before any Get. Keep those limits below what the machine
+// can serve and Get never panics for gRPC.
 func (p *Pool) Get(length int) *[]byte {
+	if length >= sysmem.ProbeMin && !sysmem.Available(uint64(length)) {
+		panic(fmt.Sprintf(errNoMemory, length))
+	}
 	h, _ := p.headers.Get().(*[]byte)
 	if h == nil {
 		h = new([]byte)
@@ -73,18 +89,32 @@ func (p *Pool) Get(length int) *[]byte {
 	return h
 }
 
+// Panic messages, one prefix for the package's panics.
+const (
+	prefix       = "memkit/grpcpool: "
+	errNoMemory  = prefix + "Get(%d): more than the system can allocate now; lower grpc.MaxRecvMsgSize (server) or grpc.MaxCallRecvMsgSize (client) below what the machine can serve"
+	errDoublePut = prefix + "Put of a buffer already put back (its *[]byte holds nil): put each buffer from Get back once"
+)
+
 // Put gives back the buffer behind h, which must hold a prefix of a buffer
 // from Get (mem.BufferPool's contract: same start and capacity), and reuses
 // h. Neither may be used afterwards. A nil h is ignored.
+//
+// An idle header holds nil, so a second Put of a header still idle in the
+// pool panics with "memkit/grpcpool: Put of a buffer already put back" in
+// every build: it would have handed one buffer to the next two Gets. A
+// second Put after a Get took the header again passes what the new owner's
+// own Put will pass, and is not seen.
 func (p *Pool) Put(h *[]byte) {
 	if h == nil {
 		return
 	}
 	b := *h
-	*h = nil
-	if b != nil {
-		p.bp.Put(b)
+	if b == nil {
+		panic(errDoublePut)
 	}
+	*h = nil
+	p.bp.Put(b)
 	p.headers.Put(h)
 }
 

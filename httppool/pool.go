@@ -20,6 +20,7 @@ import (
 	"net/http/httputil"
 
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // DefaultSize is the size of the buffers Get returns unless WithSize says
@@ -49,7 +50,11 @@ type Option func(*Pool)
 
 // WithSize sets the length of the buffers Get returns (default DefaultSize).
 // ReverseProxy copies through the whole buffer, so larger buffers mean fewer
-// reads and writes per body. n must be positive.
+// reads and writes per body. n must be positive, and a size the machine
+// can allocate now (asked of the kernel at New for 64 MiB or more): New
+// returns an error otherwise, rather than let Get end the process. Get
+// still panics with bytepool's message if the machine can no longer serve
+// the size when it needs a new buffer.
 func WithSize(n int) Option { return func(p *Pool) { p.size = n } }
 
 // WithBytePool sets the bytepool.Pool the buffers come from (default
@@ -64,6 +69,9 @@ func New(opts ...Option) (Pool, error) {
 	}
 	if p.size <= 0 {
 		return Pool{}, fmt.Errorf("memkit/httppool: WithSize(%d): the size must be positive", p.size)
+	}
+	if !sysmem.Available(uint64(p.size)) {
+		return Pool{}, fmt.Errorf("memkit/httppool: WithSize(%d): more than this machine can allocate now; a copy buffer needs no more than a few MiB", p.size)
 	}
 	if p.pool == nil {
 		p.pool = bytepool.Default()

@@ -3,6 +3,7 @@ package httppool_test
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/httppool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -21,6 +23,23 @@ func TestNew_BadSize(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestNew_SizeTheMachineCannotServe: issue 21 case 1. WithSize of more
+// than the machine's memory was accepted, and the first Get ended the
+// process with the runtime's fatal out-of-memory.
+func TestNew_SizeTheMachineCannotServe(t *testing.T) {
+	if math.MaxInt < 1<<46 || sysmem.Available(tib64) {
+		t.Skip("needs a 64-bit system that refuses to map 64 TiB")
+	}
+	_, err := httppool.New(httppool.WithSize(int(tib64)))
+	want := "memkit/httppool: WithSize(70368744177664): more than this machine can allocate now; a copy buffer needs no more than a few MiB"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v; want %q", err, want)
+	}
+}
+
+// tib64 is 64 TiB (a variable, so that 32-bit platforms compile int(tib64)).
+var tib64 = uint64(1) << 46
 
 func TestPool_GetPutAllocatesNothing(t *testing.T) {
 	if checked.Enabled {

@@ -46,6 +46,12 @@
 //     still idle. A buffer the pool did not hand out, or one re-sliced past its
 //     start, is dropped (counted in Stats.BadFrees), never filed into a class.
 //   - Alloc with a negative size panics with "memkit/bytepool: negative size".
+//     Alloc of a size the machine cannot allocate now (asked of the kernel
+//     first, for 64 MiB or more) panics with "memkit/bytepool: size ... is
+//     more than the machine can allocate now ..." (NoPool: "memkit/funnyslab:
+//     Alloc of n bytes: more than the system can provide"), where funny/slab
+//     ended the process with the runtime's fatal out-of-memory; a maxSize or
+//     pageSize past what the machine can hold makes the constructor panic.
 //   - Parameters funny/slab accepted and then misbehaved with (minSize above
 //     maxSize, a factor below 2, pageSize smaller than maxSize) make the
 //     constructor panic with "memkit/funnyslab: " and the bad parameter.

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // Pool is funny/slab's interface to a pool of []byte: Alloc(size) returns a
@@ -18,8 +19,15 @@ type Pool interface {
 // Its zero value is ready to use and safe for concurrent use.
 type NoPool struct{}
 
-// Alloc returns make([]byte, size).
-func (p *NoPool) Alloc(size int) []byte { return make([]byte, size) }
+// Alloc returns make([]byte, size). It panics with "memkit/funnyslab: Alloc
+// of n bytes: more than the system can provide" if the machine cannot
+// allocate size bytes now, where make would end the process.
+func (p *NoPool) Alloc(size int) []byte {
+	if size >= 0 && !sysmem.Available(uint64(size)) {
+		panic(fmt.Sprintf("memkit/funnyslab: Alloc of %d bytes: more than the system can provide", size))
+	}
+	return make([]byte, size)
+}
 
 // Free does nothing.
 func (p *NoPool) Free(_ []byte) {}
@@ -29,7 +37,8 @@ type pool struct{ p *bytepool.Pool }
 
 // Alloc returns a buffer of length size whose capacity is size rounded up to
 // its class (locked: append past it reallocates). A size above maxSize is
-// served by make. The buffer is not zeroed.
+// served by make. The buffer is not zeroed. A size the machine cannot
+// allocate now panics as bytepool's Get does.
 func (p pool) Alloc(size int) []byte { return p.p.Get(size) }
 
 // Free gives mem back; mem must keep the start and capacity Alloc gave it.

@@ -3,6 +3,7 @@ package slab_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	slab "github.com/memkit/memkit/compat/funnyslab"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -156,3 +158,43 @@ func BenchmarkPool_AllocAndFree(b *testing.B) {
 		}
 	}
 }
+
+// TestPool_SizeTheMachineCannotServe: issue 21 case 1. Every pool's Alloc
+// of more than the machine's memory ended the process with the runtime's
+// fatal out-of-memory; now each panics with a memkit message, and a
+// maxSize or pageSize past what the machine holds makes the constructor
+// panic.
+func TestPool_SizeTheMachineCannotServe(t *testing.T) {
+	if math.MaxInt < 1<<46 || sysmem.Available(tib64) {
+		t.Skip("needs a 64-bit system that refuses to map 64 TiB")
+	}
+	n := int(tib64)
+	fromBytepool := fmt.Sprintf("memkit/bytepool: size %d is more than the machine can allocate now "+
+		"(the runtime would end the process): bound sizes that come from outside before Get", n)
+	for _, kind := range kinds {
+		t.Run("impl="+kind, func(t *testing.T) {
+			want := fromBytepool
+			if kind == "none" {
+				want = "memkit/funnyslab: Alloc of 70368744177664 bytes: more than the system can provide"
+			}
+			pool := newPoolByName(kind)
+			memtest.CheckPanic(t, want, func() { pool.Alloc(n) })
+			b := pool.Alloc(100) // still serves
+			pool.Free(b)
+		})
+	}
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"NewSyncPool maxSize 2^62", func() { slab.NewSyncPool(64, int(tib64<<16), 2) }},
+		{"NewAtomPool pageSize 2^46", func() { slab.NewAtomPool(64, 1024, 2, n) }},
+	} {
+		if msg := memtest.PanicOf(c.f); !strings.HasPrefix(msg, "memkit/funnyslab: ") {
+			t.Errorf("%s: panic %q; want a memkit/funnyslab: message", c.name, msg)
+		}
+	}
+}
+
+// tib64 is 64 TiB (a variable, so that 32-bit platforms compile int(tib64)).
+var tib64 = uint64(1) << 46

@@ -1,11 +1,14 @@
 package gomem
 
 import (
+	"fmt"
 	"io"
 	"sync"
+	"unsafe"
 
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/sysmem"
 )
 
 // MaxBlockSize is the largest allocation the allocator serves from its
@@ -26,6 +29,7 @@ type ScalableMemoryAllocator struct {
 	_ [0]sync.Mutex // go vet: must not be copied after first use
 
 	a                      *extent.Allocator
+	scratch                []byte // Borrow's memory, a range of a: every Borrow returns its start
 	totalMalloc, totalFree int64
 }
 
@@ -47,10 +51,14 @@ func (s *ScalableMemoryAllocator) GetAllocator() *ScalableMemoryAllocator { retu
 
 // Malloc returns size bytes (len and cap size). A size above MaxBlockSize
 // is served by make and is not the allocator's (Free returns false for it).
-// It panics with "memkit/extent: negative size" if size < 0.
+// It panics with "memkit/extent: negative size" if size < 0, and with
+// "memkit/gomem: Malloc of n bytes: more than the system can provide" when
+// the machine cannot allocate size bytes now (asked of the kernel first),
+// where gomem's make ended the process with the runtime's fatal
+// out-of-memory.
 func (s *ScalableMemoryAllocator) Malloc(size int) []byte {
 	if size > MaxBlockSize {
-		return make([]byte, size)
+		return makeLarge("Malloc", size)
 	}
 	s.totalMalloc += int64(size)
 	return s.a.Malloc(size)
@@ -62,11 +70,13 @@ const msgForeign = "memkit/extent: foreign memory"
 // Free gives back mem, any part of memory Malloc returned and not yet freed,
 // and reports true; it reports false, changing nothing, for memory the
 // allocator does not own (gomem's result). A second Free of the same bytes
-// panics with "memkit/extent: double free".
+// panics with "memkit/extent: double free", a Free of memory Borrow lent
+// with "memkit/gomem: Free of Borrow memory".
 func (s *ScalableMemoryAllocator) Free(mem []byte) (ok bool) {
 	if len(mem) == 0 {
 		return false
 	}
+	s.mustNotBeBorrowed(mem)
 	defer func() {
 		if r := recover(); r != nil {
 			if !isForeign(r) {
@@ -92,29 +102,136 @@ func isForeign(r any) bool {
 // FreeRest keeps the first keep bytes of *mem and frees the rest, setting
 // *mem to what is kept.
 func (s *ScalableMemoryAllocator) FreeRest(mem *[]byte, keep int) {
+	if keep < len(*mem) {
+		s.mustNotBeBorrowed((*mem)[keep:])
+	}
 	s.totalFree += int64(len(*mem) - keep)
 	*mem = s.a.FreeRest(*mem, keep)
 }
 
-// Borrow returns size bytes of scratch memory, valid until the next Recycle
-// ("use the memory at once", as gomem says); it must not be freed.
-func (s *ScalableMemoryAllocator) Borrow(size int) []byte { return s.a.Borrow(size) }
+// Borrow returns size bytes of scratch memory to use at once, as gomem's
+// Borrow ("Malloc + Free = Find, must use the memory at once"): it is valid
+// until the next Borrow or Recycle, and must not be freed. Every Borrow
+// returns the start of the same scratch range, which the allocator keeps
+// (Malloc never hands it out) and grows only when a Borrow is larger than
+// any before it, so Borrow in a loop without Recycle — as gomem's README
+// and benchmarks call it — holds at most the largest size borrowed (at most
+// MaxBlockSize), as gomem's does. Borrow is a compare and a slice when the
+// scratch is large enough, a Malloc when it grows. A size above
+// MaxBlockSize is served by make, as Malloc serves it (gomem returned nil);
+// a size the machine cannot allocate panics as Malloc does. The memory is
+// not zeroed. Free of borrowed memory panics with "memkit/gomem: Free of
+// Borrow memory".
+func (s *ScalableMemoryAllocator) Borrow(size int) []byte {
+	if uint(size) <= uint(len(s.scratch)) {
+		return s.scratch[:size:size]
+	}
+	return s.borrowSlow(size)
+}
+
+// borrowSlow is Borrow of more than the scratch holds: it replaces the
+// scratch with one of at least twice the size (at most MaxBlockSize), so
+// that a rising run of sizes regrows it a few times only.
+func (s *ScalableMemoryAllocator) borrowSlow(size int) []byte {
+	if size > MaxBlockSize {
+		return makeLarge("Borrow", size)
+	}
+	grown := s.a.Malloc(max(size, min(2*len(s.scratch), MaxBlockSize), 1024)) // panics if size < 0
+	if s.scratch != nil {
+		s.a.Free(s.scratch)
+	}
+	s.scratch = grown
+	return grown[:size:size]
+}
+
+// mustNotBeBorrowed panics if mem shares bytes with Borrow's scratch, which
+// Free would give to Malloc while Borrow still returns it.
+func (s *ScalableMemoryAllocator) mustNotBeBorrowed(mem []byte) {
+	if len(s.scratch) == 0 || len(mem) == 0 {
+		return
+	}
+	p, q := uintptr(unsafe.Pointer(unsafe.SliceData(mem))), uintptr(unsafe.Pointer(unsafe.SliceData(s.scratch)))
+	if p < q+uintptr(len(s.scratch)) && q < p+uintptr(len(mem)) {
+		panic(msgFreeBorrowed)
+	}
+}
+
+// msgFreeBorrowed is the panic of a Free of Borrow's memory.
+const msgFreeBorrowed = "memkit/gomem: Free of Borrow memory"
 
 // Read reads exactly n bytes from r into memory from Malloc. On an error the
-// memory is freed and the error (io.ErrUnexpectedEOF for a short read) is
-// returned.
+// memory is freed and the error (io.ErrUnexpectedEOF for a short read, io.EOF
+// if r had no byte at all) is returned.
+//
+// n usually comes from a peer's length field, so Read takes memory as the
+// bytes arrive rather than n bytes up front: up to 64 KiB at once,
+// then a buffer that doubles as it fills, so that a length the peer does not
+// follow with data costs what it sent, not n. An n the machine cannot
+// allocate now returns an error matched by errors.Is with extent.ErrBudget
+// ("memkit/gomem: Read of n bytes: more than the system can provide"),
+// having read nothing, where gomem ended the process. It panics with
+// "memkit/extent: negative size" if n < 0.
 func (s *ScalableMemoryAllocator) Read(r io.Reader, n int) ([]byte, error) {
-	mem := s.Malloc(n)
-	if _, err := io.ReadFull(r, mem); err != nil {
-		s.Free(mem)
-		return nil, err
+	if n <= readStep {
+		mem := s.Malloc(n)
+		if _, err := io.ReadFull(r, mem); err != nil {
+			s.Free(mem)
+			return nil, err
+		}
+		return mem, nil
 	}
+	if !sysmem.Available(uint64(n)) {
+		return nil, fmt.Errorf("memkit/gomem: Read of %d bytes: more than the system can provide: %w", n, extent.ErrBudget)
+	}
+	buf, err := readGrowing(r, n)
+	if err != nil || n > MaxBlockSize {
+		return buf, err // above MaxBlockSize, Malloc would have made it too
+	}
+	mem := s.Malloc(n)
+	copy(mem, buf)
 	return mem, nil
+}
+
+// readStep is the most [ScalableMemoryAllocator.Read] takes before the bytes
+// to fill it have arrived.
+const readStep = 64 << 10
+
+// readGrowing reads exactly n > readStep bytes from r into a heap buffer
+// that starts at readStep bytes and doubles, up to n, each time it fills.
+func readGrowing(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, readStep)
+	got := 0
+	for {
+		k, err := io.ReadFull(r, buf[got:])
+		got += k
+		if err != nil {
+			if got > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if got == n {
+			return buf[:n:n], nil
+		}
+		buf = append(buf, make([]byte, min(len(buf), n-len(buf)))...)
+	}
+}
+
+// makeLarge makes n bytes for a request above MaxBlockSize, or panics with
+// a memkit message when the machine cannot allocate them now.
+func makeLarge(op string, n int) []byte {
+	if !sysmem.Available(uint64(n)) {
+		panic(fmt.Sprintf("memkit/gomem: %s of %d bytes: more than the system can provide", op, n))
+	}
+	return make([]byte, n)
 }
 
 // Recycle gives back every block: all memory from Malloc and Borrow becomes
 // invalid at once, as gomem's Recycle. The allocator stays usable.
-func (s *ScalableMemoryAllocator) Recycle() { s.a.Close() }
+func (s *ScalableMemoryAllocator) Recycle() {
+	s.a.Close()
+	s.scratch = nil
+}
 
 // Trim gives back blocks that are entirely free (keeping enough for the
 // recent peak; see extent's Trim).

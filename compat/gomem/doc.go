@@ -20,8 +20,19 @@
 //   - A second Free of the same bytes panics with "memkit/extent: double
 //     free" instead of corrupting the free-range tree; Free of memory the
 //     allocator does not own still returns false, as in gomem.
-//   - Malloc, Borrow and FreeRest cost what extent's do: a treap descent or a
-//     front-cache hit, and no allocation once warm.
+//   - A size the machine cannot allocate now is a memkit panic from Malloc
+//     and an error from Read, asked of the kernel first, where gomem ended
+//     the process with the runtime's fatal out-of-memory. Read takes memory
+//     as the bytes arrive (64 KiB, then doubling), not the peer's length up
+//     front, and reads exactly n bytes (io.ErrUnexpectedEOF when fewer come)
+//     where gomem returned what one Read call gave.
+//   - Malloc and FreeRest cost what extent's do: a treap descent or a
+//     front-cache hit, and no allocation once warm. Borrow lends the start of
+//     one scratch range that grows to the largest size borrowed, so that, as
+//     in gomem, borrowing in a loop without Recycle keeps the heap flat; its
+//     memory is valid until the next Borrow or Recycle, and a Free of it
+//     panics ("memkit/gomem: Free of Borrow memory") instead of letting
+//     Malloc hand it out while Borrow still lends it.
 //   - Memory.Equal compares bytes however they are cut into buffers (gomem
 //     required the same segmentation).
 //   - MemoryReader never allocates once created (gomem's allocated on most

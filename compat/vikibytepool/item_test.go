@@ -322,3 +322,80 @@ func TestNew_BadParametersPanic(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { memtest.CheckPanic(t, c.want, c.f) })
 	}
 }
+
+// TestItem_UseAfterClosePanics: issue 21 case 9. Every call but Close on an
+// Item or JsonItem after Close was a nil-pointer panic; it is now memkit's
+// message, and the pool is unchanged.
+func TestItem_UseAfterClosePanics(t *testing.T) {
+	const want = "memkit/vikibytepool: use of an Item after Close; Checkout another"
+	p := bytepool.New(2, 64)
+	it := p.Checkout()
+	it.WriteString("x")
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func(){
+		"Write":       func() { it.Write([]byte("a")) },
+		"WriteByte":   func() { it.WriteByte('a') },
+		"WriteString": func() { it.WriteString("a") },
+		"ReadFrom":    func() { it.ReadFrom(strings.NewReader("a")) },
+		"Read":        func() { it.Read(make([]byte, 4)) },
+		"Bytes":       func() { it.Bytes() },
+		"Raw":         func() { it.Raw() },
+		"String":      func() { _ = it.String() },
+		"Len":         func() { it.Len() },
+		"TrimLastIf":  func() { it.TrimLastIf('x') },
+		"Position":    func() { it.Position(0) },
+		"Full":        func() { it.Full() },
+		"Drained":     func() { it.Drained() },
+	} {
+		t.Run("Item."+name, func(t *testing.T) { memtest.CheckPanic(t, want, f) })
+	}
+	if err := it.Close(); err != buffer.ErrClosed {
+		t.Fatalf("second Close = %v", err)
+	}
+
+	jp := bytepool.NewJson(2, 64)
+	j := jp.Checkout()
+	j.BeginObject()
+	j.Close()
+	for name, f := range map[string]func(){
+		"WriteString":     func() { j.WriteString("a") },
+		"WriteSafeString": func() { j.WriteSafeString("a") },
+		"WriteInt":        func() { j.WriteInt(1) },
+		"WriteBool":       func() { j.WriteBool(true) },
+		"WriteTime":       func() { j.WriteTime(time.Unix(0, 0)) },
+		"WriteKeyString":  func() { j.WriteKeyString("k", "v") },
+		"WriteKeyInt":     func() { j.WriteKeyInt("k", 1) },
+		"WriteKeyBool":    func() { j.WriteKeyBool("k", true) },
+		"WriteKeyTime":    func() { j.WriteKeyTime("k", time.Unix(0, 0)) },
+		"WriteKeyValue":   func() { j.WriteKeyValue("k", "1") },
+		"WriteKeyArray":   func() { j.WriteKeyArray("k") },
+		"WriteKeyObject":  func() { j.WriteKeyObject("k") },
+		"BeginArray":      func() { j.BeginArray() },
+		"EndArray":        func() { j.EndArray() },
+		"BeginObject":     func() { j.BeginObject() },
+		"EndObject":       func() { j.EndObject() },
+		"Err":             func() { j.Err() },
+		"Item.Bytes":      func() { j.Bytes() },
+	} {
+		t.Run("JsonItem."+name, func(t *testing.T) { memtest.CheckPanic(t, want, f) })
+	}
+	if err := j.Close(); err != buffer.ErrClosed {
+		t.Fatalf("second Close = %v", err)
+	}
+	if p.Len() != 2 || jp.Len() != 2 {
+		t.Fatalf("pools hold %d and %d items; want 2 each", p.Len(), jp.Len())
+	}
+}
+
+// An empty value is no JSON value: refused, as any invalid one, even though
+// buffer.JSON.Raw writes null for a nil slice.
+func TestJsonItem_EmptyValueIsRefused(t *testing.T) {
+	item := bytepool.NewJson(1, 64).Checkout()
+	defer item.Close()
+	item.BeginObject()
+	if item.WriteKeyValue("k", ""); !errors.Is(item.Err(), buffer.ErrJSON) || strings.Contains(item.String(), "null") {
+		t.Fatalf("WriteKeyValue of \"\": %q, %v", item.String(), item.Err())
+	}
+}

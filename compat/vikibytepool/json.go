@@ -51,7 +51,8 @@ func (p *JsonPool) Unwrap() *buffer.FixedPool { return p.fp }
 // Each writer returns the number of bytes it wrote (0 when it wrote nothing:
 // a call out of sequence, or a Strict item without room). Like Item,
 // a JsonItem is not safe for concurrent use; nothing but its JSON writers may
-// write to it while a document is being built.
+// write to it while a document is being built. After Close every method
+// but Close panics, as Item's do.
 type JsonItem struct {
 	Item
 	j buffer.JSON
@@ -62,7 +63,7 @@ func (item *JsonItem) wrote(before int) int { return item.b.Len() - before }
 
 // WriteString writes s as an escaped JSON string.
 func (item *JsonItem) WriteString(s string) int {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.String(s)
 	return item.wrote(n)
 }
@@ -73,14 +74,14 @@ func (item *JsonItem) WriteSafeString(s string) int { return item.WriteString(s)
 
 // WriteInt writes an integer.
 func (item *JsonItem) WriteInt(value int) int {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.Int(int64(value))
 	return item.wrote(n)
 }
 
 // WriteBool writes true or false.
 func (item *JsonItem) WriteBool(value bool) int {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.Bool(value)
 	return item.wrote(n)
 }
@@ -88,14 +89,14 @@ func (item *JsonItem) WriteBool(value bool) int {
 // WriteTime writes value as a JSON string in RFC 3339 format (with
 // nanoseconds when it has any, as time.Time's MarshalJSON).
 func (item *JsonItem) WriteTime(value time.Time) int {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.Time(value)
 	return item.wrote(n)
 }
 
 // key writes key and returns the length before it.
 func (item *JsonItem) key(key string) int {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.Key(key)
 	return n
 }
@@ -138,7 +139,11 @@ func (item *JsonItem) WriteKeyTime(key string, value time.Time) int {
 // (see Err), where Viki wrote it.
 func (item *JsonItem) WriteKeyValue(key, value string) int {
 	n := item.key(key)
-	item.j.Raw(unsafe.Slice(unsafe.StringData(value), len(value))) // Raw only reads it
+	raw := unsafe.Slice(unsafe.StringData(value), len(value)) // Raw only reads it
+	if raw == nil {
+		raw = []byte{} // "" is no JSON value; a nil Raw would write null
+	}
+	item.j.Raw(raw)
 	return item.wrote(n)
 }
 
@@ -158,7 +163,7 @@ func (item *JsonItem) WriteKeyObject(key string) int {
 
 // BeginArray opens an array and reports whether it did.
 func (item *JsonItem) BeginArray() bool {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.BeginArray()
 	return item.wrote(n) > 0
 }
@@ -166,21 +171,21 @@ func (item *JsonItem) BeginArray() bool {
 // EndArray closes the innermost array. It returns the bytes written, or 0
 // and the error Err reports if the innermost open value is not an array.
 func (item *JsonItem) EndArray() (int, error) {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.EndArray()
 	return item.end(n)
 }
 
 // BeginObject opens an object and reports whether it did.
 func (item *JsonItem) BeginObject() bool {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.BeginObject()
 	return item.wrote(n) > 0
 }
 
 // EndObject closes the innermost object, as EndArray.
 func (item *JsonItem) EndObject() (int, error) {
-	n := item.b.Len()
+	n := item.buf().Len()
 	item.j.EndObject()
 	return item.end(n)
 }
@@ -196,7 +201,10 @@ func (item *JsonItem) end(before int) (int, error) {
 // is not JSON, a Strict item without room), or, if none, an error if the
 // document is unfinished, or nil when the item holds exactly one valid JSON
 // value. It matches buffer.ErrJSON or io.ErrShortWrite with errors.Is.
-func (item *JsonItem) Err() error { return item.j.Err() }
+func (item *JsonItem) Err() error {
+	item.buf() // panics after Close
+	return item.j.Err()
+}
 
 // Close empties the item and gives it back to its pool; a second Close
 // returns buffer.ErrClosed.
