@@ -243,8 +243,11 @@ func (p *chanPool) close(b *[]byte) {
 }
 
 // fixedCheckout is BufferCheckout: Checkout, write a byte, Close.
-func fixedCheckout(b *testing.B) {
-	p := must(buffer.NewFixedPool(fixedCount, fixedSize))
+func fixedCheckout(b *testing.B) { fixedCheckoutN(b, fixedCount) }
+
+// fixedCheckoutN is fixedCheckout from a pool of count buffers.
+func fixedCheckoutN(b *testing.B, count int) {
+	p := must(buffer.NewFixedPool(count, fixedSize))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -265,8 +268,12 @@ func chanCheckout(b *testing.B) {
 	}
 }
 
-func fixedCheckoutParallel(b *testing.B) {
-	p := must(buffer.NewFixedPool(fixedCount, fixedSize))
+func fixedCheckoutParallel(b *testing.B) { fixedCheckoutParallelN(b, fixedCount) }
+
+// fixedCheckoutParallelN is fixedCheckoutParallel from a pool of count
+// buffers.
+func fixedCheckoutParallelN(b *testing.B, count int) {
+	p := must(buffer.NewFixedPool(count, fixedSize))
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -287,6 +294,34 @@ func chanCheckoutParallel(b *testing.B) {
 			buf := p.checkout()
 			*buf = append(*buf, 1)
 			p.close(buf)
+		}
+	})
+}
+
+// syncPoolCheckout is the BufferCheckout peer issue 23 names: a sync.Pool
+// of *bytes.Buffer grown to the size, Get, a byte written, Reset, Put.
+func syncPoolCheckout(b *testing.B) {
+	p := sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, fixedSize)) }}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		buf := p.Get().(*bytes.Buffer)
+		buf.WriteByte(1)
+		buf.Reset()
+		p.Put(buf)
+	}
+}
+
+func syncPoolCheckoutParallel(b *testing.B) {
+	p := sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, fixedSize)) }}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			buf := p.Get().(*bytes.Buffer)
+			buf.WriteByte(1)
+			buf.Reset()
+			p.Put(buf)
 		}
 	})
 }
@@ -533,12 +568,22 @@ func init() {
 	register(
 		bench{workload: w, impl: "memkit", run: fixedCheckout},
 		bench{workload: w, impl: "chan", run: chanCheckout},
+		bench{workload: w, impl: "syncpool", run: syncPoolCheckout},
 	)
 	w = "BufferCheckoutParallel/size=" + sizeName(fixedSize)
 	register(
 		bench{workload: w, impl: "memkit", run: fixedCheckoutParallel},
 		bench{workload: w, impl: "chan", run: chanCheckoutParallel},
+		bench{workload: w, impl: "syncpool", run: syncPoolCheckoutParallel},
 	)
+	// Issue 23's scaling check: the pool of 16 and of 1024 buffers, serial
+	// and on every P (the 64 of the rows above is the third).
+	for _, count := range []int{16, 1024} {
+		w := "BufferCheckout/count=" + strconv.Itoa(count) + "/size=" + sizeName(fixedSize)
+		register(bench{workload: w, impl: "memkit", run: func(b *testing.B) { fixedCheckoutN(b, count) }})
+		w = "BufferCheckoutParallel/count=" + strconv.Itoa(count) + "/size=" + sizeName(fixedSize)
+		register(bench{workload: w, impl: "memkit", run: func(b *testing.B) { fixedCheckoutParallelN(b, count) }})
+	}
 	w = "BufferGetWriteFree/size=1000B"
 	register(
 		bench{workload: w, impl: "memkit", run: bufferGetWriteFree},
