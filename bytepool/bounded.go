@@ -6,7 +6,6 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
-	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/stats"
 )
 
@@ -64,16 +63,21 @@ func (p *Pool) putBoundedQuick(b []byte) {
 	c := p.lookup(size)
 	r := p.region
 	ci := r.classOf(c)
+	// The region checks, as isStart and slotAt make them, for a class
+	// whose runs are one slab (every class up to 64 KiB, the lookup
+	// table's): the slab's class, the divisibility test and the slot.
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(b[:size]))) - r.base
-	var s *shard.Slot
-	if ci.size == size && off < uintptr(len(r.mem)) {
-		s = r.quickSlot(off, c, ci)
-	}
-	if s == nil {
+	if ci.size != size || off >= uintptr(len(r.mem)) {
 		p.putSlow(b)
 		return
 	}
-	t := s.Take()
+	sl := r.slabAt(off)
+	in := off & (slabSize - 1)
+	if sl.class.Load() != int32(c) || uint64(in)*ci.divisor > ci.divisor-1 {
+		p.putSlow(b)
+		return
+	}
+	t := slotOf(sl.slots.Load(), ci.slotIndex(in)).Take()
 	if t == nil {
 		panic(errDoubleFree)
 	}

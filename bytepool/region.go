@@ -50,9 +50,10 @@ type region struct {
 type slabInfo struct {
 	class    atomic.Int32 // class index, or -1 while unassigned
 	runStart atomic.Int32 // first slab of the run it belongs to
-	// slots, on a run's first slab: the slots of the run's buffers,
-	// indexed by offset in the run >> the class's shift.
-	slots atomic.Pointer[[]shard.Slot]
+	// slots, on a run's first slab: the first of the slots of the run's
+	// buffers (an array of runBytes >> the class's shift), indexed by
+	// [classInfo.slotIndex].
+	slots atomic.Pointer[shard.Slot]
 }
 
 // classInfo is one class's.
@@ -160,7 +161,7 @@ func (r *region) carve(c, size, n int) (carved, took int) {
 			cur.run, cur.off = r.next, 0
 			cur.slabs += k
 			slots := make([]shard.Slot, run>>ci.shift)
-			r.slabs[cur.run].slots.Store(&slots)
+			r.slabs[cur.run].slots.Store(&slots[0])
 			for j := r.next; j < r.next+k; j++ {
 				r.slabs[j].runStart.Store(int32(cur.run))
 				r.slabs[j].class.Store(int32(c))
@@ -204,8 +205,13 @@ func (r *region) slabAt(off uintptr) *slabInfo {
 // must be a buffer's start.
 func (r *region) slotAt(off uintptr, c int) *shard.Slot {
 	run := uintptr(r.slabAt(off).runStart.Load())
-	ci := &r.classes[c]
-	return &(*r.slabs[run].slots.Load())[ci.slotIndex(off-run<<slabShift)]
+	return slotOf(r.slabs[run].slots.Load(), r.classes[c].slotIndex(off-run<<slabShift))
+}
+
+// slotOf returns slot i of the run whose first slot is first, with no
+// bounds check: slotIndex keeps i below the run's count.
+func slotOf(first *shard.Slot, i uintptr) *shard.Slot {
+	return (*shard.Slot)(unsafe.Add(unsafe.Pointer(first), i*unsafe.Sizeof(shard.Slot{})))
 }
 
 // slotIndex is the index in its run's slots of the buffer at offset in in
@@ -224,20 +230,6 @@ func (r *region) startSlot(p unsafe.Pointer, c int) *shard.Slot {
 	return r.slotAt(uintptr(p)-r.base, c)
 }
 
-// quickSlot is startSlot for a class whose runs are one slab (every class
-// up to 64 KiB, the lookup table's), at offset off < len(mem): the slab's
-// class, the divisibility test and the slot, with no bounds check (the
-// slot index is below slabSize >> shift, the slots' length).
-func (r *region) quickSlot(off uintptr, c uint8, ci *classInfo) *shard.Slot {
-	sl := r.slabAt(off)
-	in := uint64(off & (slabSize - 1))
-	if sl.class.Load() != int32(c) || in*ci.divisor > ci.divisor-1 {
-		return nil
-	}
-	slots := sl.slots.Load()
-	return (*shard.Slot)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(*slots)), ci.slotIndex(uintptr(in))*unsafe.Sizeof(shard.Slot{})))
-}
-
 // census reports class c's buffers carved, its slabs, and its buffers out
 // (by a load of each carved buffer's slot).
 func (r *region) census(c int) (carved, slabs, out int) {
@@ -249,12 +241,12 @@ func (r *region) census(c int) (carved, slabs, out int) {
 		if sl.class.Load() != int32(c) {
 			continue
 		}
-		sp := sl.slots.Load()
-		if sp == nil {
+		first := sl.slots.Load()
+		if first == nil {
 			continue
 		}
-		for k := range *sp {
-			if (*sp)[k].Out() {
+		for k := range uintptr(r.classes[c].runBytes >> r.classes[c].shift) {
+			if slotOf(first, k).Out() {
 				out++
 			}
 		}
