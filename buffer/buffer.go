@@ -169,10 +169,11 @@ func (b *Buffer) Cap() int {
 	return cap(b.buf)
 }
 
-// Available returns how many bytes can be written without growing the
-// storage: Cap() - Len() less the bytes already read. For a [Strict]
-// [FixedPool] buffer it is what the pool's size still lets in, once read
-// bytes are slid out (a write slides them).
+// Available returns how many bytes can be written after the contents
+// without growing or moving them: Cap() - Len(), less the bytes already
+// read (which still lie before the unread ones). A [Strict] [FixedPool]
+// buffer never refuses a write of up to Available bytes, nor one of up to
+// Cap() - Len(), for which it slides the unread bytes to the front.
 func (b *Buffer) Available() int {
 	if checked.Enabled {
 		b.check("Available")
@@ -191,9 +192,8 @@ func (b *Buffer) Bytes() []byte {
 
 // AvailableBuffer returns an empty slice with b.Available() capacity, the
 // storage after the contents, as bytes.Buffer.AvailableBuffer: append to it
-// and pass the result to an immediately succeeding [Buffer.Write], which
-// then copies nothing. It is valid until the next write, Grow, Free or
-// Close.
+// and pass the result to an immediately succeeding [Buffer.Write]. It is
+// valid until the next write, Grow, Free or Close.
 func (b *Buffer) AvailableBuffer() []byte {
 	if checked.Enabled {
 		b.check("AvailableBuffer")

@@ -68,7 +68,7 @@ type Arena struct {
 	tab       []uint16 // class of n, indexed by (n+7)>>3, n <= tabMax
 	tabMax    int
 	slabSize  int
-	malloc    func(int) []byte
+	malloc    mallocFunc
 	free      func([]byte)
 	idleSlabs int
 
@@ -89,6 +89,9 @@ type Arena struct {
 	// shard whose reference a free dropped, for the Shared to release.
 	tag     uint32
 	handoff Loc
+	// The mask of the slab number in a Loc's slab field: srefMask for an
+	// Arena, the bits below the shard for a shard.
+	numMask uint32
 	// For a shard: where to publish the base of last (0 for none), so that
 	// a Shared's DecRef can guess the shard of a buffer without a lock.
 	lastBase *atomic.Uintptr
@@ -153,16 +156,14 @@ func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(si
 	if err != nil {
 		return nil, err
 	}
-	if malloc == nil {
-		malloc = heapSlab
-	}
 	a := &Arena{
 		classes:   make([]class, len(sizes)),
 		slabSize:  slabSize,
-		malloc:    malloc,
+		malloc:    cfg.source(malloc),
 		free:      cfg.free,
 		idleSlabs: cfg.idleSlabs,
 		bud:       cfg.bud,
+		numMask:   srefMask,
 	}
 	if a.bud == nil {
 		a.bud = cfg.New()
@@ -219,8 +220,25 @@ func classTable(sizes []int, tabMax int) []uint16 {
 
 func roundUp8(n int) int { return (n + 7) &^ 7 }
 
+// mallocFunc is where an arena's slabs come from: the malloc of NewArena,
+// the function of WithMalloc, offheap's, or the Go heap's. An error
+// reaches TryAlloc as it is.
+type mallocFunc func(size int) ([]byte, error)
+
 // heapSlab is the malloc of an arena given none: slabs from the Go heap.
-func heapSlab(n int) []byte { return make([]byte, n) }
+func heapSlab(n int) ([]byte, error) { return make([]byte, n), nil }
+
+// legacyMalloc adapts go-slab's malloc, which returns nil (or a short
+// slice) for no memory, to a mallocFunc.
+func legacyMalloc(malloc func(int) []byte) mallocFunc {
+	return func(n int) ([]byte, error) {
+		mem := malloc(n)
+		if len(mem) < n {
+			return nil, ErrNoSpace
+		}
+		return mem, nil
+	}
+}
 
 // classOf returns the class of a request of n bytes, 0 <= n <= slabSize.
 func (a *Arena) classOf(n int) int {
@@ -319,6 +337,9 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 			if s == nil {
 				a.failures.Add(1)
 				a.allocErr = err
+				if err == errOverlap && a.lastBase == nil {
+					panic(msgOverlap) // a shard's Shared panics once unlocked
+				}
 				return nil, err
 			}
 		}

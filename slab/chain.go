@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unsafe"
 )
 
 // Chainer is what [ChainWriter] and [ChainReader] need of an arena. Both
@@ -13,6 +14,7 @@ type Chainer interface {
 	DecRef(buf []byte) bool
 	SetNext(buf, next []byte)
 	NextLoc(buf []byte) Loc
+	NextSpan(buf []byte) (next Loc, off, n int)
 	BufToLoc(buf []byte) Loc
 	LocToBuf(l Loc) []byte
 }
@@ -151,8 +153,10 @@ type ChainReader struct {
 	_ [0]sync.Mutex // go vet: must not be copied after first use
 
 	a   Chainer
-	cur Loc
-	off int
+	cur Loc // the chunk being read
+	beg int // where the chain's bytes start in it
+	end int // and end
+	off int // the next byte to read, from the chunk's start
 }
 
 // NewChainReader returns a reader of the chain that starts at head (an
@@ -167,11 +171,16 @@ func NewChainReader(a Chainer, head []byte) *ChainReader {
 
 // Reset makes r read the chain that starts at head, from its beginning.
 func (r *ChainReader) Reset(head []byte) {
-	r.cur, r.off = Loc{}, 0
+	r.cur, r.beg, r.end, r.off = Loc{}, 0, 0, 0
 	if head != nil {
 		r.cur = r.a.BufToLoc(head)
+		r.beg = int(uintptr(unsafe.Pointer(unsafe.SliceData(head))) - uintptr(unsafe.Pointer(unsafe.SliceData(r.a.LocToBuf(r.cur)))))
+		r.end, r.off = r.beg+len(head), r.beg
 	}
 }
+
+// chunk returns the bytes of the chain in the current chunk.
+func (r *ChainReader) chunk() []byte { return r.a.LocToBuf(r.cur)[r.beg:r.end] }
 
 // Read copies the next bytes of the chain into p. It returns io.EOF at the
 // end of the chain.
@@ -184,11 +193,11 @@ func (r *ChainReader) Read(p []byte) (int, error) {
 			}
 			break
 		}
-		b := r.a.LocToBuf(r.cur)
-		k := copy(p[n:], b[r.off:])
+		b := r.chunk()
+		k := copy(p[n:], b[r.off-r.beg:])
 		n += k
 		r.off += k
-		if r.off == len(b) {
+		if r.off == r.end {
 			r.next(b)
 		}
 	}
@@ -196,7 +205,9 @@ func (r *ChainReader) Read(p []byte) (int, error) {
 }
 
 func (r *ChainReader) next(b []byte) {
-	r.cur, r.off = r.a.NextLoc(b), 0
+	r.cur, r.beg, r.end = r.a.NextSpan(b)
+	r.end += r.beg
+	r.off = r.beg
 }
 
 // WriteTo writes the rest of the chain to w, one Write per chunk, straight
@@ -204,14 +215,14 @@ func (r *ChainReader) next(b []byte) {
 func (r *ChainReader) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for !r.cur.IsNil() {
-		b := r.a.LocToBuf(r.cur)
-		n, err := w.Write(b[r.off:])
+		b := r.chunk()
+		n, err := w.Write(b[r.off-r.beg:])
 		total += int64(n)
 		r.off += n
 		if err != nil {
 			return total, err
 		}
-		if r.off < len(b) {
+		if r.off < r.end {
 			return total, io.ErrShortWrite
 		}
 		r.next(b)
@@ -226,8 +237,15 @@ func (r *ChainReader) WriteTo(w io.Writer) (int64, error) {
 // that would take the count down to preds is a DecRef too many, caught
 // there instead of when the chain is released.
 type link struct {
-	next  Loc
-	preds int32
+	next   Loc
+	off, n uint32 // the bytes of next's chunk that SetNext was given
+	preds  int32
+}
+
+// spanOf returns where next, a live buffer of the chunk l names, lies in
+// the chunk's allocation.
+func spanOf(chunk, next []byte) (off, n uint32) {
+	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(next))) - uintptr(unsafe.Pointer(unsafe.SliceData(chunk)))), uint32(len(next))
 }
 
 // freeChain frees chunk i of s and then, iteratively (a chain may be
@@ -237,12 +255,13 @@ func (a *Arena) freeChain(s *slab, i int32) {
 		var next Loc
 		if s.links != nil {
 			next, s.links[i].next = s.links[i].next, Loc{}
+			s.links[i].off, s.links[i].n = 0, 0
 		}
 		a.putChunk(s, i)
 		if next.IsNil() {
 			return
 		}
-		if next.slab&^numMask != a.tag {
+		if next.sref()&^a.numMask != a.tag {
 			a.handoff = next // in another shard: the Shared releases it
 			return
 		}
@@ -260,10 +279,10 @@ func (a *Arena) freeChain(s *slab, i int32) {
 // check keeps a chunk from going on its free list twice, whatever happened.
 func (a *Arena) unlink(next Loc) (*slab, int32) {
 	s := a.liveLoc(next)
-	if s == nil || s.links == nil || s.links[next.chunk].preds <= 0 {
+	if s == nil || s.links == nil || s.links[next.chunk()].preds <= 0 {
 		panic(a.staleFree(next))
 	}
-	i := int32(next.chunk)
+	i := int32(next.chunk())
 	s.links[i].preds--
 	ch := &s.chunks[i]
 	if ch.refs--; ch.refs > 0 {
@@ -301,18 +320,21 @@ func (a *Arena) chainRef(nl Loc) {
 func (a *Arena) SetNext(buf, next []byte) {
 	a.mustLive(buf, "SetNext")
 	var nl Loc
+	var off, n uint32
 	if next != nil {
 		nl = a.BufToLoc(next)
 		a.chainRef(nl)
+		off, n = spanOf(a.LocToBuf(nl), next)
 	}
-	if old := a.swapNext(buf, nl); !old.IsNil() {
+	if old := a.swapNext(buf, nl, off, n); !old.IsNil() {
 		a.unchain(old)
 	}
 }
 
-// swapNext makes nl the successor of buf's chunk, which must be live, and
-// returns the previous one, whose reference the caller must drop.
-func (a *Arena) swapNext(buf []byte, nl Loc) Loc {
+// swapNext makes nl (n bytes from off of its chunk) the successor of
+// buf's chunk, which must be live, and returns the previous one, whose
+// reference the caller must drop.
+func (a *Arena) swapNext(buf []byte, nl Loc, off, n uint32) Loc {
 	s, i := a.mustLive(buf, "SetNext")
 	if s.links == nil {
 		if nl.IsNil() {
@@ -321,7 +343,7 @@ func (a *Arena) swapNext(buf []byte, nl Loc) Loc {
 		s.links = make([]link, len(s.chunks))
 	}
 	old := s.links[i].next
-	s.links[i].next = nl
+	s.links[i] = link{next: nl, off: off, n: n, preds: s.links[i].preds}
 	return old
 }
 
@@ -348,12 +370,12 @@ func (a *Arena) moveHandoff(h *Loc) bool {
 // nil if buf ends its chain. The buffer is the one given to SetNext. It
 // panics like [Arena.BufToLoc] if buf is not a live buffer of the arena.
 func (a *Arena) GetNext(buf []byte) []byte {
-	l := a.nextLoc(buf, "GetNext")
+	l, off, n := a.nextSpan(buf, "GetNext")
 	if l.IsNil() {
 		return nil
 	}
 	a.LocAddRef(l)
-	return a.LocToBuf(l)
+	return a.LocToBuf(l)[off : off+n : off+n]
 }
 
 // NextLoc returns the [Loc] of the chain successor of buf's chunk, or the
@@ -363,9 +385,24 @@ func (a *Arena) NextLoc(buf []byte) Loc { return a.nextLoc(buf, "NextLoc") }
 
 // nextLoc is NextLoc for op, the method whose misuse it reports.
 func (a *Arena) nextLoc(buf []byte, op string) Loc {
+	l, _, _ := a.nextSpan(buf, op)
+	return l
+}
+
+// NextSpan is [Arena.NextLoc] with the part of the successor's chunk that
+// SetNext was given: n bytes from off of the buffer LocToBuf(next)
+// returns. [ChainReader] follows a chain with it.
+func (a *Arena) NextSpan(buf []byte) (next Loc, off, n int) {
+	l, o, k := a.nextSpan(buf, "NextSpan")
+	return l, int(o), int(k)
+}
+
+// nextSpan is NextSpan for op, the method whose misuse it reports.
+func (a *Arena) nextSpan(buf []byte, op string) (Loc, uint32, uint32) {
 	s, i := a.mustLive(buf, op)
 	if s.links == nil {
-		return Loc{}
+		return Loc{}, 0, 0
 	}
-	return s.links[i].next
+	ln := &s.links[i]
+	return ln.next, ln.off, ln.n
 }

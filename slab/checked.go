@@ -192,26 +192,27 @@ func foreignMisuse(trk *checked.Tracker, op string, p uintptr) *checked.Misuse {
 // of the chunk it named while they are known: until the chunk is handed
 // out again (the quarantine delays that) or its slab released.
 func (a *Arena) staleLoc(op string, l Loc) {
-	k := int(l.slab&numMask) - 1
+	sref := l.sref()
+	k := int(sref&a.numMask) - 1
 	var s *slab
-	if l.slab&^numMask == a.tag && k >= 0 && k < len(a.slabs) {
+	if sref&^a.numMask == a.tag && k >= 0 && k < len(a.slabs) {
 		s = a.slabs[k]
 	}
 	switch {
-	case l.slab&^numMask != a.tag:
+	case sref&^a.numMask != a.tag:
 		panic(report(a.chk.trk, op, checked.StaleHandle, 0, nil, false, "a Loc of another shard or arena"))
-	case s == nil || int(l.chunk) >= len(s.chunks):
+	case s == nil || int(l.chunk()) >= len(s.chunks):
 		panic(report(a.chk.trk, op, checked.StaleHandle, 0, nil, false, "the chunk's slab was released"))
 	}
-	i := int32(l.chunk)
+	i := int32(l.chunk())
 	ch := &s.chunks[i]
 	p := chunkAddr(s, i)
 	var r *checked.Record
-	if ch.refs <= 0 && ch.gen == l.gen+1 {
+	if ch.refs <= 0 && (ch.gen-1)&genMask == l.gen() {
 		r = a.chk.trk.Freed(p)
 	}
 	panic(report(a.chk.trk, op, checked.StaleHandle, p, r, true,
-		fmt.Sprintf("a Loc of generation %d; the chunk is at generation %d", l.gen, ch.gen)))
+		fmt.Sprintf("a Loc of generation %d; the chunk is at generation %d (mod %d)", l.gen(), ch.gen&genMask, genMask+1)))
 }
 
 // report is trk.Report with the stacks trimmed of the frames inside this

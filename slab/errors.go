@@ -22,6 +22,11 @@ var ErrNoSpace error = budget.NewErrNoSpace("slab", "malloc returned no slab")
 // memkit package's ErrBudget.
 var ErrBudget error = budget.NewErrBudget("slab", "byte budget exhausted")
 
+// errOverlap is grow's reason when malloc returned memory that overlaps a
+// slab the arena (or another shard of its Shared) holds: the Arena panics
+// with msgOverlap at once, a Shared once it has unlocked the shard.
+var errOverlap = errors.New(msgOverlap)
+
 // Panic messages, exact, so that tests and callers can match them.
 const (
 	msgNegative    = "memkit/slab: negative size"
@@ -30,8 +35,8 @@ const (
 	msgAddRefFree  = "memkit/slab: AddRef of a free chunk"
 	msgFreeChunk   = "memkit/slab: use of a free chunk"
 	msgForeign     = "memkit/slab: buffer not allocated by this arena"
-	msgLocRange    = "memkit/slab: Loc range outside its chunk"
 	msgRefOverflow = "memkit/slab: reference count overflow"
+	msgOverlap     = "memkit/slab: malloc returned memory that overlaps a slab the arena holds (a region handed out twice?)"
 
 	// A DecRef that would drop a reference a chain predecessor holds.
 	msgDecRefChained = "memkit/slab: DecRef of a chunk whose only references are its chain links (DecRef twice?)"

@@ -16,8 +16,10 @@ func (a *Arena) Slabs() int { return len(a.index) }
 func (sh *Shared) AllocOn(k, n int) []byte {
 	s := &sh.shards[k]
 	s.lock()
-	defer s.unlock()
-	return s.a.Alloc(n)
+	b := s.a.Alloc(n)
+	s.unlock()
+	sh.deliverAlerts()
+	return b
 }
 
 // IndexLen reports how many slabs the shared index holds.
@@ -37,6 +39,7 @@ func (a *Arena) FlushQuarantine() {
 func (sh *Shared) FlushQuarantine() {
 	if checked.Enabled {
 		sh.trk.Flush("Alloc")
+		sh.deliverAlerts()
 	}
 }
 
@@ -74,3 +77,8 @@ func PublishStats(x any) {
 		}
 	}
 }
+
+// SetReadStatsHook makes f run inside ReadStats between the loads of a
+// class's counts and of its slab count, for tests of what a concurrent
+// reader sees; nil removes it.
+func SetReadStatsHook(f func()) { testHookReadStats = f }

@@ -53,6 +53,22 @@ type arenaModel struct {
 	frees    uint64
 	failures uint64
 	badFrees uint64
+
+	// overlap, when set, makes malloc return memory inside the slab of
+	// this live buffer: the overlapping-malloc mistake; grown counts the
+	// calls of malloc it made.
+	overlap []byte
+	grown   int
+}
+
+// malloc is the arena's memory source: the Go heap, or, for the
+// overlapping-malloc mistake, memory a live slab holds.
+func (m *arenaModel) malloc(n int) []byte {
+	if m.overlap != nil {
+		m.grown++
+		return unsafe.Slice(unsafe.SliceData(m.overlap), n) // never written: the arena refuses it
+	}
+	return make([]byte, n)
 }
 
 // maxLive bounds the live chunks, so that one input stays cheap.
@@ -76,11 +92,12 @@ func FuzzArena(f *testing.F) {
 		slabSize := 512 << (cfg >> 4 & 3) // 512 B to 4 KiB: many slabs, many releases
 		slabSize -= int(ops.Byte() % 8)   // and sizes that are no multiple of 8
 		growth := []float64{2, 1.25, 1.5, 3}[cfg>>6]
-		a, err := slab.NewArena(start, slabSize, growth, nil, slab.WithIdleSlabs(int(cfg&3)))
+		m := &arenaModel{mem: memtest.NewModel(0), sizes: map[*mchunk]int{}}
+		a, err := slab.NewArena(start, slabSize, growth, m.malloc, slab.WithIdleSlabs(int(cfg&3)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := &arenaModel{a: a, mem: memtest.NewModel(0), sizes: map[*mchunk]int{}}
+		m.a = a
 		if err := m.run(ops, slabSize); err != nil {
 			t.Fatal(err)
 		}
@@ -220,19 +237,25 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 				return fmt.Errorf("LocDecRef of a stale Loc: panic %q", got)
 			}
 			m.badFrees++
-		case 8: // Loc round trip of a re-slice
+		case 8: // Loc round trip of a re-slice: the whole allocation
 			if c := m.pick(ops, false); c != nil && len(c.buf) > 0 {
 				i := int(ops.Byte()) % len(c.buf)
 				sub := c.buf[i:]
 				got := m.a.LocToBuf(m.a.BufToLoc(sub))
-				if addr(got) != addr(sub) || len(got) != len(sub) || cap(got) != cap(sub) {
-					return fmt.Errorf("Loc round trip of buf[%d:] changed the slice", i)
+				if addr(got) != addr(c.buf) || len(got) != len(c.buf) || cap(got) != cap(c.buf) {
+					return fmt.Errorf("Loc round trip of buf[%d:] is not the allocation", i)
 				}
 				if !m.a.Owns(sub) {
 					return fmt.Errorf("Owns(buf[%d:]) = false", i)
 				}
 			}
-		case 9: // foreign buffers are refused
+		case 9: // foreign buffers are refused; an overlapping malloc too
+			if c := m.pick(ops, false); op&0x10 != 0 && c != nil {
+				if err := m.overlappingMalloc(c, slabSize); err != nil {
+					return err
+				}
+				continue
+			}
 			f := make([]byte, 1+int(ops.Byte()))
 			if m.a.Owns(f) {
 				return fmt.Errorf("Owns a heap buffer")
@@ -267,6 +290,27 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 		}
 	}
 	return nil
+}
+
+// overlappingMalloc makes malloc return memory of c's slab while the
+// arena grows for a chunk of the largest class: the arena must panic
+// before it uses the memory, and leave every live chunk alone.
+func (m *arenaModel) overlappingMalloc(c *mchunk, slabSize int) error {
+	m.overlap, m.grown = c.buf[:0], 0
+	var b []byte
+	got := panicValue(func() { b = m.a.Alloc(slabSize) })
+	m.overlap = nil
+	switch {
+	case m.grown == 0 && got == "": // an idle slab served it
+		m.allocs++
+		m.frees++
+		m.a.DecRef(b)
+	case m.grown == 0 || got != panicOverlap:
+		return fmt.Errorf("Alloc from an overlapping malloc: panic %q after %d mallocs", got, m.grown)
+	default:
+		m.failures++
+	}
+	return m.mem.VerifyAll()
 }
 
 // mistake makes one of the misuse table's mistakes (misuse_test.go)

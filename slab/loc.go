@@ -6,97 +6,117 @@ import (
 	"github.com/memkit/memkit/internal/checked"
 )
 
-// Loc is a handle to a byte range of a chunk of an [Arena]: go-slab's Loc,
+// Loc is a handle to a chunk of an [Arena]: go-slab's Loc, in 8 bytes,
 // with a generation.
 //
-// A Loc holds no Go pointer (five 32-bit numbers), so it may be stored in
-// slab memory, in off-heap memory or in a large slice that the GC need not
-// scan, and it is a plain value that may be copied and compared with ==.
-// The zero Loc is the nil Loc ([NilLoc], [Loc.IsNil]). Its methods only
-// compute on the value, so a Loc may be shared between goroutines freely;
-// using it with an arena follows that arena's concurrency rules.
+// A Loc is one uint64 and holds no Go pointer, so it may be stored in slab
+// memory, in off-heap memory or in a large slice or map that the GC need
+// not scan (a map[uint64]Loc costs what a map[uint64]uint64 does), and it
+// is a plain value that may be copied and compared with ==. [Loc.Uint64]
+// and [LocFromUint64] convert it for storage. The zero Loc is the nil Loc
+// ([NilLoc], [Loc.IsNil]). Its methods only compute on the value, so a Loc
+// may be shared between goroutines freely; using it with an arena follows
+// that arena's concurrency rules.
+//
+// A Loc names a whole allocation: [Arena.LocToBuf] returns the buffer
+// [Arena.Alloc] returned, whatever re-slice of it [Arena.BufToLoc] was
+// given (go-slab's BufToLoc also lost the offset). Keep an offset and a
+// length beside the Loc for part of a chunk; compat/goslab's Loc does.
 //
 // A Loc records the generation of its chunk at the time it was made. The
 // generation changes every time the chunk is freed, so a Loc kept past the
 // free of its chunk is stale: [Arena.LocToBuf], [Arena.LocAddRef] and
 // [Arena.LocDecRef] detect it in O(1) and panic with "memkit/slab: stale
-// handle", even if the chunk was handed out again meanwhile. Generations are
-// 32 bits wide: a stale Loc goes unnoticed only if its chunk was freed a
-// multiple of 2^32 times since it was made.
+// handle", even if the chunk was handed out again meanwhile. A Loc keeps
+// the low 15 bits of the generation: a stale Loc goes unnoticed only if
+// its chunk was freed a multiple of 32768 times since it was made (the
+// wrap window; 2^32 when a Loc was 20 bytes).
+//
+// The 64 bits hold the slab (22 bits: its number + 1, and for a [Shared]
+// the shard in the top 8 of them), the chunk's index in the slab (27
+// bits) and the generation (15 bits). So an Arena holds at most 2^22-1
+// slabs at once and each shard of a Shared 2^14-1; past that, TryAlloc
+// returns [ErrNoSpace].
 //
 // A Loc does not say which arena it belongs to; using it with another arena
 // than the one that made it is undetected misuse.
-type Loc struct {
-	slab  uint32 // slab number + 1; 0 in the nil Loc
-	chunk uint32 // chunk index in the slab
-	gen   uint32 // generation of the chunk when the Loc was made
-	off   uint32 // start of the range, from the start of the chunk
-	n     uint32 // length of the range
+type Loc struct{ v uint64 }
+
+const (
+	srefBits  = 22 // slab number + 1, and a Shared's shard above it
+	chunkBits = 27 // chunk index: a 1 GiB slab of 8-byte chunks
+	genBits   = 64 - srefBits - chunkBits
+	srefMask  = 1<<srefBits - 1
+	chunkMask = 1<<chunkBits - 1
+	genMask   = 1<<genBits - 1
+
+	// A shard of a Shared numbers its slabs in the low shardShift bits
+	// of the slab field, its shard number above.
+	shardShift = srefBits - 8
+)
+
+// makeLoc returns the Loc of chunk i (of generation gen) of the slab sref
+// names.
+func makeLoc(sref uint32, i int32, gen uint32) Loc {
+	return Loc{uint64(sref) | uint64(i)<<srefBits | uint64(gen&genMask)<<(srefBits+chunkBits)}
 }
+
+// sref returns the slab field: a.tag | (slab number + 1).
+func (l Loc) sref() uint32 { return uint32(l.v & srefMask) }
+
+// chunk returns the chunk index.
+func (l Loc) chunk() uint32 { return uint32(l.v >> srefBits & chunkMask) }
+
+// gen returns the low genBits of the chunk's generation.
+func (l Loc) gen() uint32 { return uint32(l.v >> (srefBits + chunkBits)) }
 
 // NilLoc returns the nil Loc, the zero value.
 func NilLoc() Loc { return Loc{} }
 
 // IsNil reports whether l is the nil Loc.
-func (l Loc) IsNil() bool { return l.slab == 0 }
+func (l Loc) IsNil() bool { return l.v == 0 }
 
-// Len returns the length in bytes of the range l designates.
-func (l Loc) Len() int { return int(l.n) }
+// Uint64 returns l as a number, 0 for the nil Loc, for storage in
+// pointer-free memory; [LocFromUint64] turns it back.
+func (l Loc) Uint64() uint64 { return l.v }
 
-// Slice returns a Loc for the n bytes from start of the range l designates,
-// as go-slab's Loc.Slice does. It does not check the new range against the
-// chunk, which a Loc does not know; [Arena.LocToBuf] does, and panics with
-// "memkit/slab: Loc range outside its chunk". Slice panics with
-// "memkit/slab: negative size" if start or n is negative.
-func (l Loc) Slice(start, n int) Loc {
-	if start < 0 || n < 0 {
-		panic(msgNegative)
-	}
-	// Saturate, so that no sum wraps around into a range inside the chunk.
-	l.off = uint32(min(uint64(l.off)+uint64(start), MaxSlabSize+1))
-	l.n = uint32(min(uint64(n), MaxSlabSize+1))
-	return l
+// LocFromUint64 returns the Loc that [Loc.Uint64] returned v for. Any
+// other v makes a Loc that the arena's methods reject as stale (or,
+// rarely, that names another live chunk: as with any Loc of another
+// arena, that is undetected misuse).
+func LocFromUint64(v uint64) Loc { return Loc{v} }
+
+// chunkBuf returns the allocation of chunk i of s, as Alloc returned it.
+func chunkBuf(s *slab, i int32) []byte {
+	return unsafe.Slice((*byte)(s.chunkPtr(i)), s.chunks[i].size)
 }
 
-// Loc.slab holds a slab number + 1 in its low numBits bits and, for a
-// Shared arena, the shard in the bits above.
-const (
-	numBits = 24
-	numMask = 1<<numBits - 1
-)
-
-// chunkBuf returns the bytes [off, off+n) of chunk i of s, with their
-// capacity locked to the end of what was allocated.
-func chunkBuf(s *slab, i int32, off, n uint32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Add(s.chunkPtr(i), off)), s.chunks[i].size-off)[:n]
-}
-
-// BufToLoc returns a [Loc] for buf, which must be a live buffer of the
-// arena (or a re-slice of one), without changing its reference count. It
+// BufToLoc returns the [Loc] of buf's chunk, which must be a live buffer
+// of the arena (or a re-slice of one: the Loc names the whole
+// allocation), without changing its reference count. It
 // panics with "memkit/slab: buffer not allocated by this arena" for a
 // buffer outside the arena and "memkit/slab: use of a free chunk" for a
 // free chunk.
 func (a *Arena) BufToLoc(buf []byte) Loc {
 	s, i := a.mustLive(buf, "BufToLoc")
-	ch := &s.chunks[i]
-	off := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - s.base - uintptr(i)*uintptr(s.size))
-	return Loc{slab: a.tag | (uint32(s.num) + 1), chunk: uint32(i), gen: ch.gen, off: off, n: uint32(len(buf))}
+	return makeLoc(a.tag|(uint32(s.num)+1), i, s.chunks[i].gen)
 }
 
 // liveLoc returns the slab of l, or nil if l is nil or stale.
 func (a *Arena) liveLoc(l Loc) *slab {
-	if l.slab&^numMask != a.tag {
+	sref := l.sref()
+	if sref&^a.numMask != a.tag {
 		return nil
 	}
-	k := int(l.slab&numMask) - 1
+	k := int(sref&a.numMask) - 1
 	if k < 0 || k >= len(a.slabs) {
 		return nil
 	}
 	s := a.slabs[k]
-	if s == nil || int(l.chunk) >= len(s.chunks) {
+	if s == nil || int(l.chunk()) >= len(s.chunks) {
 		return nil
 	}
-	if ch := &s.chunks[l.chunk]; ch.gen != l.gen || ch.refs <= 0 {
+	if ch := &s.chunks[l.chunk()]; ch.gen&genMask != l.gen() || ch.refs <= 0 {
 		return nil
 	}
 	return s
@@ -113,7 +133,7 @@ func (a *Arena) mustLiveLoc(l Loc) (*slab, int32) {
 		}
 		panic(msgStale)
 	}
-	return s, int32(l.chunk)
+	return s, int32(l.chunk())
 }
 
 // staleFree counts a LocDecRef (or a chain's release) of the stale Loc l
@@ -127,21 +147,16 @@ func (a *Arena) staleFree(l Loc) string {
 	return msgStale
 }
 
-// LocToBuf returns the bytes l designates, as a buffer whose capacity runs
-// to the end of what was allocated for the chunk, or nil for the nil Loc.
-// It does not change the reference count. It panics with "memkit/slab:
-// stale handle" if the chunk was freed since l was made, and with
-// "memkit/slab: Loc range outside its chunk" if a [Loc.Slice] took l past
-// the end of the allocation.
+// LocToBuf returns the buffer of the allocation l names, as [Arena.Alloc]
+// returned it (length and capacity the size requested), or nil for the nil
+// Loc. It does not change the reference count. It panics with
+// "memkit/slab: stale handle" if the chunk was freed since l was made.
 func (a *Arena) LocToBuf(l Loc) []byte {
 	if l.IsNil() {
 		return nil
 	}
 	s, i := a.mustLiveLoc(l)
-	if uint64(l.off)+uint64(l.n) > uint64(s.chunks[i].size) {
-		panic(msgLocRange)
-	}
-	return chunkBuf(s, i, l.off, l.n)
+	return chunkBuf(s, i)
 }
 
 // LocAddRef is [Arena.AddRef] through a Loc. It panics with "memkit/slab:
@@ -169,5 +184,5 @@ func (a *Arena) LocDecRef(l Loc) bool {
 	if s == nil {
 		panic(a.staleFree(l))
 	}
-	return a.decRef(s, int32(l.chunk))
+	return a.decRef(s, int32(l.chunk()))
 }

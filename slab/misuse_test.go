@@ -257,6 +257,34 @@ var mistakes = []memtest.Mistake{
 		},
 	},
 	{
+		Name:    "a `malloc` that returns memory overlapping a slab the arena holds (a region handed out twice)",
+		Release: "panic `" + panicOverlap + "` at the Alloc that grows; the memory is not used",
+		Checked: "as release",
+		Panic:   panicOverlap,
+		Setup: func(t testing.TB) (func(), func() error) {
+			region := make([]byte, 1<<15)
+			n := 0
+			a, err := slab.NewArena(64, 4096, 2, func(size int) []byte {
+				// The fifth slab starts inside the third: a carving
+				// mistake.
+				off := n * size
+				if n++; n == 5 {
+					off = 2*size + 64
+				}
+				return region[off : off+size : off+size]
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			intact := bystanders(a.Alloc, 6) // 1 slab of the 64-byte class...
+			big := a.Alloc(4000)             // and one of the 4096-byte class
+			memtest.Fill(big, 99)
+			return func() { a.Alloc(2000) }, func() error {
+				return all(memtest.Verify(big, 99), intact())
+			}
+		},
+	},
+	{
 		Name:    "write into the slack after an allocation (with unsafe or a view)",
 		Release: "not caught (the write stays in the chunk)",
 		Checked: "Overflow at the chunk's last DecRef",

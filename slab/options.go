@@ -1,12 +1,14 @@
 package slab
 
 import (
+	"errors"
 	"fmt"
-	"github.com/memkit/memkit/internal/option"
 	"math"
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/option"
+	"github.com/memkit/memkit/offheap"
 )
 
 // Option configures an [Arena] built by [NewArena] or a [Shared] built by
@@ -27,6 +29,8 @@ type config struct {
 	idleSlabs int
 	free      func([]byte)
 	shards    int
+	src       mallocFunc // WithMalloc's or WithOffHeap's, or a Shared's wrapper for a shard
+	freeSet   bool       // WithFree was given
 
 	// Set by NewShared for its shards, which share them.
 	bud *budget.Budget
@@ -86,7 +90,61 @@ func WithIdleSlabs(n int) Option { return func(c *config) { c.idleSlabs = n } }
 // an off-heap malloc, the function that gives it back to the OS (for
 // example an munmap). Without it (the default) a released slab is dropped
 // and left to the GC, which is right for memory from the Go heap.
-func WithFree(free func(slab []byte)) Option { return func(c *config) { c.free = free } }
+func WithFree(free func(slab []byte)) Option {
+	return func(c *config) { c.free, c.freeSet = free, true }
+}
+
+// WithMalloc sets where slabs come from, in place of the malloc parameter
+// of [NewArena] and [NewShared] (which it overrides): a function that
+// returns slab bytes, or an error that [Arena.TryAlloc] returns as it is,
+// so a memory source can say why it failed. Make it match [ErrNoSpace]
+// (the source is out of memory) or [ErrBudget] (a limit refused it) with
+// errors.Is, as every memkit allocator's errors do, so that callers can
+// tell; [Arena.Alloc] returns nil either way. A slice shorter than size
+// with a nil error counts as ErrNoSpace. malloc runs while the arena (a
+// shard of a Shared) is locked, on the goroutine that needed the slab: it
+// must not panic or call the arena. Pair it with [WithFree] for memory
+// that must be given back.
+func WithMalloc(malloc func(size int) ([]byte, error)) Option {
+	return func(c *config) { c.src = malloc }
+}
+
+// WithOffHeap takes slabs from [github.com/memkit/memkit/offheap] (mmap,
+// outside the Go heap) and gives each slab the arena releases back to the
+// OS (munmap): the GC neither scans nor counts slab memory, so a large
+// arena costs a GC cycle nothing. A failed mapping reaches [Arena.TryAlloc]
+// as offheap's error, which matches [ErrNoSpace] (or [ErrBudget]) with
+// errors.Is. Slab memory is zeroed when first mapped. Never store Go
+// pointers in it, and never touch a buffer after its chunk is freed: once
+// its slab is released, touching it faults. Use [WithIdleSlabs] to choose
+// how many empty slabs each class keeps mapped. With [WithFree] too, the
+// function given there replaces the munmap. On a platform without mmap
+// (offheap.Mapped false) the slabs are pointer-free Go heap memory.
+func WithOffHeap() Option {
+	return func(c *config) {
+		c.src = offHeapAlloc
+		if !c.freeSet {
+			c.free = offHeapFree
+		}
+	}
+}
+
+// offHeapAlloc maps a slab of WithOffHeap; a failed mapping matches
+// ErrNoSpace (offheap's own budget error already matches ErrBudget).
+func offHeapAlloc(n int) ([]byte, error) {
+	b, err := offheap.Alloc(n)
+	if err != nil && !errors.Is(err, ErrBudget) {
+		err = fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return b, err
+}
+
+// offHeapFree gives a slab of WithOffHeap back to the OS.
+func offHeapFree(b []byte) {
+	if err := offheap.Free(b); err != nil {
+		panic("memkit/slab: " + err.Error())
+	}
+}
 
 // WithBudget limits the memory the arena holds, its slabs, to n bytes;
 // n must be > 0 (leave the option out for no limit): NewArena and
@@ -107,11 +165,27 @@ func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 // for load shedding, before [WithBudget]'s limit refuses memory. It is
 // evaluated only when the arena takes a slab or releases one, never on
 // Alloc or DecRef of a chunk in a slab it holds, so it costs the hot path
-// nothing. fn runs on the goroutine that took or released the slab, while
-// the arena (or the shard of a [Shared]) is locked: it must be quick and
-// must not call back into the arena. threshold must be > 0, fn must not be
+// nothing. fn runs on the goroutine that took or released the slab, and
+// must be quick. In an [Arena] it runs inside that Alloc or DecRef: it may
+// read the arena's ReadStats, and must not call its other methods. In a
+// [Shared] it runs once the method that crossed the threshold has unlocked
+// its shard, before that method returns, so it may call any method of the
+// Shared, ReadStats included; crossings of several goroutines are
+// delivered in order, one call at a time. threshold must be > 0, fn must not be
 // nil, and with a budget the threshold must not be above it: NewArena and
 // NewShared return an error otherwise.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 	return func(c *config) { c.SetAlert(threshold, fn) }
+}
+
+// source returns where the arena's slabs come from: malloc, the
+// positional parameter of NewArena and NewShared, or the Go heap.
+func (cfg *config) source(malloc func(int) []byte) mallocFunc {
+	if cfg.src != nil {
+		return cfg.src
+	}
+	if malloc != nil {
+		return legacyMalloc(malloc)
+	}
+	return heapSlab
 }

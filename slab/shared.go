@@ -57,6 +57,17 @@ type Shared struct {
 	scratch stats.Stats
 
 	trk *checked.Tracker // the checked build's, shared by the shards; nil otherwise
+
+	alerts *alertQueue // WithBudgetAlert's, delivered unlocked; nil for none
+}
+
+// deliverAlerts calls WithBudgetAlert's function for the crossings the
+// call that returns recorded under a shard's lock: every method that may
+// take or release a slab calls it last.
+func (sh *Shared) deliverAlerts() {
+	if q := sh.alerts; q != nil && q.pending.Load() {
+		q.deliver()
+	}
 }
 
 // slabOwner is an entry of Shared.index: which shard holds the slab at
@@ -99,12 +110,15 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	if err != nil {
 		return nil, err
 	}
-	if malloc == nil {
-		malloc = heapSlab
-	}
+	src := cfg.source(malloc)
 	sh := &Shared{shards: make([]arenaShard, n), mask: uintptr(n - 1), slabSize: slabSize}
 	sh.index.Store(new([]slabOwner))
 	// The shards share one budget and, in the checked build, one tracker.
+	if cfg.HasAlert() {
+		threshold, fn := cfg.Alert()
+		sh.alerts = &alertQueue{fn: fn}
+		cfg.SetAlert(threshold, sh.alerts.record)
+	}
 	bud := cfg.New()
 	if checked.Enabled {
 		sh.trk = checked.NewTracker("slab")
@@ -113,15 +127,20 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	shared := func(c *config) { c.bud, c.trk = bud, sh.trk }
 	for k := range sh.shards {
 		id := uint32(k)
-		a, err := NewArena(startChunkSize, slabSize, growthFactor,
-			func(size int) []byte {
-				mem := malloc(size)
-				if len(mem) >= size {
-					sh.register(uintptr(unsafe.Pointer(unsafe.SliceData(mem))), id)
+		shardSrc := func(c *config) {
+			c.src = func(size int) ([]byte, error) {
+				mem, err := src(size)
+				if err != nil || len(mem) < size {
+					return mem, err // the arena refuses it
 				}
-				return mem
-			},
-			append(opts[:len(opts):len(opts)], WithFree(func(mem []byte) {
+				if !sh.register(uintptr(unsafe.Pointer(unsafe.SliceData(mem))), id) {
+					return nil, errOverlap
+				}
+				return mem, nil
+			}
+		}
+		a, err := NewArena(startChunkSize, slabSize, growthFactor, nil,
+			append(opts[:len(opts):len(opts)], shardSrc, WithFree(func(mem []byte) {
 				sh.unregister(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
 				if cfg.free != nil {
 					cfg.free(mem)
@@ -130,7 +149,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		if err != nil {
 			return nil, err
 		}
-		a.tag = id << numBits
+		a.tag, a.numMask = id<<shardShift, 1<<shardShift-1
 		a.lastBase = &sh.shards[k].lastBase
 		if checked.Enabled {
 			a.chk.guard = &sh.shards[k].Lock
@@ -166,15 +185,21 @@ func defaultShards() int {
 	return min(max(8*runtime.GOMAXPROCS(0), 16), MaxShards)
 }
 
-// register records that shard holds the slab at base.
-func (sh *Shared) register(base uintptr, shard uint32) {
+// register records that shard holds the slab at base, and reports
+// whether it did: not if the slab would overlap one that a shard holds.
+func (sh *Shared) register(base uintptr, shard uint32) bool {
 	sh.indexMu.Lock()
 	defer sh.indexMu.Unlock()
 	old := *sh.index.Load()
 	i := sort.Search(len(old), func(i int) bool { return old[i].base > base })
+	size := uintptr(sh.slabSize)
+	if i > 0 && base-old[i-1].base < size || i < len(old) && old[i].base-base < size {
+		return false
+	}
 	idx := make([]slabOwner, 0, len(old)+1)
 	idx = append(append(append(idx, old[:i]...), slabOwner{base, shard}), old[i:]...)
 	sh.index.Store(&idx)
+	return true
 }
 
 // unregister forgets the slab at base.
@@ -234,7 +259,7 @@ func (sh *Shared) lockBuf(buf []byte, isFree bool) *arenaShard {
 
 // lockLoc locks and returns the shard l names, or panics for a stale one.
 func (sh *Shared) lockLoc(l Loc) *arenaShard {
-	k := l.slab >> numBits
+	k := l.sref() >> shardShift
 	if k >= uint32(len(sh.shards)) {
 		if checked.Enabled {
 			panic(sh.trk.Report(callerOp(1), checked.StaleHandle, 0, nil, "a Loc of no shard of this arena"))
@@ -296,10 +321,24 @@ func (sh *Shared) tryAlloc(n int, h uintptr) ([]byte, error) {
 		err = s.a.allocErr
 	}
 	s.unlock()
-	if b == nil && err == ErrBudget {
-		b, err = sh.allocElsewhere(s, n, err)
+	if b == nil {
+		b, err = sh.allocFailed(s, n, err)
 	}
+	sh.deliverAlerts()
 	return b, err
+}
+
+// allocFailed is the end of a TryAlloc whose shard s gave nothing, for
+// err, once s is unlocked: a chunk of another shard if the budget refused
+// s a slab, a panic if malloc returned memory a shard holds.
+func (sh *Shared) allocFailed(s *arenaShard, n int, err error) ([]byte, error) {
+	switch err {
+	case ErrBudget:
+		return sh.allocElsewhere(s, n, err)
+	case errOverlap:
+		panic(msgOverlap)
+	}
+	return nil, err
 }
 
 // tryAllocChecked is the rest of TryAlloc in the checked build, where
@@ -318,9 +357,10 @@ func (sh *Shared) tryAllocChecked(s *arenaShard, n int) ([]byte, error) {
 		s.a.failures.Add(^uint64(0)) // the first try does not count
 		b, err = alloc()
 	}
-	if err == ErrBudget {
-		b, err = sh.allocElsewhere(s, n, err)
+	if b == nil {
+		b, err = sh.allocFailed(s, n, err)
 	}
+	sh.deliverAlerts()
 	return b, err
 }
 
@@ -384,6 +424,7 @@ func (sh *Shared) DecRef(buf []byte) bool {
 	if chained {
 		sh.release(h)
 	}
+	sh.deliverAlerts()
 	return last
 }
 
@@ -487,6 +528,7 @@ func (sh *Shared) LocDecRef(l Loc) bool {
 	if chained {
 		sh.release(h)
 	}
+	sh.deliverAlerts()
 	return last
 }
 
@@ -504,33 +546,49 @@ func (sh *Shared) locDecRef(s *arenaShard, l Loc, h *Loc) (last, chained bool) {
 func (sh *Shared) SetNext(buf, next []byte) {
 	sh.nextLoc(buf, "SetNext") // checks that buf is live before next gains a reference
 	var nl Loc
+	var off, n uint32
 	if next != nil {
 		s := sh.lockBuf(next, false)
 		func() {
 			defer s.unlock()
 			nl = s.a.BufToLoc(next)
 			s.a.chainRef(nl)
+			off, n = spanOf(s.a.LocToBuf(nl), next)
 		}()
 	}
 	s := sh.lockBuf(buf, false)
 	var old Loc
 	func() {
 		defer s.unlock()
-		old = s.a.swapNext(buf, nl)
+		old = s.a.swapNext(buf, nl, off, n)
 	}()
 	sh.release(old)
+	sh.deliverAlerts()
 }
 
 // GetNext is [Arena.GetNext].
 func (sh *Shared) GetNext(buf []byte) []byte {
-	l := sh.nextLoc(buf, "GetNext")
+	l, off, n := sh.nextSpan(buf, "GetNext")
 	if l.IsNil() {
 		return nil
 	}
 	s := sh.lockLoc(l)
 	defer s.unlock()
 	s.a.LocAddRef(l)
-	return s.a.LocToBuf(l)
+	return s.a.LocToBuf(l)[off : off+n : off+n]
+}
+
+// NextSpan is [Arena.NextSpan].
+func (sh *Shared) NextSpan(buf []byte) (next Loc, off, n int) {
+	l, o, k := sh.nextSpan(buf, "NextSpan")
+	return l, int(o), int(k)
+}
+
+// nextSpan is NextSpan for op, the method whose misuse it reports.
+func (sh *Shared) nextSpan(buf []byte, op string) (Loc, uint32, uint32) {
+	s := sh.lockBuf(buf, false)
+	defer s.unlock()
+	return s.a.nextSpan(buf, op)
 }
 
 // NextLoc is [Arena.NextLoc].

@@ -276,7 +276,8 @@ func FuzzShared(f *testing.F) {
 // statsWatcher calls read in a loop on another goroutine, as memkit.Publish
 // and the Prometheus collector do, until stop is closed, and reports the
 // first snapshot that could not have come from the arena: a counter that
-// went back, or more frees than allocs.
+// went back, more frees than allocs, more live chunks than allocs less
+// frees, or more bytes in use than reserved.
 func statsWatcher(read func(*memkit.Stats), stop <-chan struct{}) <-chan error {
 	done := make(chan error, 1)
 	go func() {
@@ -293,7 +294,7 @@ func statsWatcher(read func(*memkit.Stats), stop <-chan struct{}) <-chan error {
 			case s.Allocs < prev.Allocs || s.Frees < prev.Frees || s.Grows < prev.Grows:
 				done <- fmt.Errorf("read %d: a counter went back: %v after %v", n, &s, &prev)
 				return
-			case s.Frees > s.Allocs || s.LiveObjects != s.Allocs-s.Frees:
+			case s.Frees > s.Allocs || s.LiveObjects > s.Allocs-s.Frees || s.InUseBytes > s.ReservedBytes:
 				done <- fmt.Errorf("read %d: inconsistent %v", n, &s)
 				return
 			}

@@ -78,10 +78,20 @@ func (a *Arena) grow(c int) (*slab, error) {
 	if !a.bud.TryCharge(int64(a.slabSize)) {
 		return nil, ErrBudget
 	}
-	mem := a.malloc(a.slabSize)
-	if len(mem) < a.slabSize {
+	mem, err := a.malloc(a.slabSize)
+	if err == nil && len(mem) < a.slabSize {
+		err = ErrNoSpace
+	}
+	if err != nil {
 		a.bud.Release(int64(a.slabSize))
-		return nil, ErrNoSpace
+		return nil, err
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+	at := sort.Search(len(a.index), func(i int) bool { return a.index[i].base > base })
+	if a.overlaps(at, base) {
+		// Not handed to free: the memory is (partly) a live slab's.
+		a.bud.Release(int64(a.slabSize))
+		return nil, errOverlap
 	}
 	cl := &a.classes[c]
 	var num int32
@@ -89,7 +99,7 @@ func (a *Arena) grow(c int) (*slab, error) {
 		num = a.freeNums[k-1]
 		a.freeNums = a.freeNums[:k-1]
 	} else {
-		if len(a.slabs) >= numMask {
+		if len(a.slabs) >= int(a.numMask) {
 			if a.free != nil {
 				a.free(mem)
 			}
@@ -102,7 +112,7 @@ func (a *Arena) grow(c int) (*slab, error) {
 	}
 	s := &slab{
 		mem:      mem,
-		base:     uintptr(unsafe.Pointer(unsafe.SliceData(mem))),
+		base:     base,
 		num:      num,
 		cl:       cl,
 		size:     cl.size,
@@ -113,10 +123,9 @@ func (a *Arena) grow(c int) (*slab, error) {
 		chunks:   newChunks(int(cl.perSlab), mem),
 	}
 	a.slabs[num] = s
-	i := sort.Search(len(a.index), func(i int) bool { return a.index[i].base > s.base })
 	a.index = append(a.index, slabRef{})
-	copy(a.index[i+1:], a.index[i:])
-	a.index[i] = slabRef{s.base, s}
+	copy(a.index[at+1:], a.index[at:])
+	a.index[at] = slabRef{s.base, s}
 	cl.slabs++
 	cl.idle++
 	cl.pubSlabs.Store(uint64(cl.slabs))
@@ -126,6 +135,20 @@ func (a *Arena) grow(c int) (*slab, error) {
 		checked.Fill(mem[:a.slabSize], checked.PoisonByte)
 	}
 	return s, nil
+}
+
+// overlaps reports whether a new slab at base, which would go at position
+// at of the index, shares a byte with a slab the arena holds: its
+// neighbours in the address order are the only candidates, so the check
+// is O(1) beside the O(log slabs) search that finds at. A malloc that
+// hands out the same memory twice (a pre-carved region that forgot to
+// advance) is refused here, instead of giving one chunk to two owners.
+func (a *Arena) overlaps(at int, base uintptr) bool {
+	size := uintptr(a.slabSize)
+	if at > 0 && base-a.index[at-1].base < size {
+		return true
+	}
+	return at < len(a.index) && a.index[at].base-base < size
 }
 
 // aliasPad is how many chunk headers make up the 256 bytes that newChunks

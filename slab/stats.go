@@ -18,6 +18,11 @@ import (
 // Alloc's hot path (inline cost 107 against the budget of 80, measured).
 const pubEvery = 64
 
+// testHookReadStats, set by tests only, runs in readStats between the
+// loads of a class's counts and of its slabs: where a concurrent owner's
+// work makes the counts disagree.
+var testHookReadStats func()
+
 // freed counts a DecRef that freed a chunk of the class, and publishes the
 // count every pubEvery.
 func (cl *class) freed() {
@@ -50,9 +55,11 @@ func (a *Arena) publishAll() {
 // goroutine while the owner uses the arena (by [memkit.Publish] or a
 // Prometheus collector, for instance): it only reads counters that the
 // arena publishes with atomic stores, so the owner's Alloc and DecRef pay
-// no atomic instruction for it. Every field is a value the arena had, and
-// none is negative, but they are not one snapshot: a class's Allocs and
-// Frees (and so its LiveObjects, InUseBytes and IdleObjects) are exact as
+// no atomic instruction for it. Every counter is a value the arena had,
+// none is negative, and no state is impossible: a class's LiveObjects
+// is Allocs less Frees capped at the chunks its slabs hold, so InUseBytes
+// never exceeds ReservedBytes. But they are not one snapshot: a class's
+// Allocs and Frees (and so its LiveObjects, InUseBytes and IdleObjects) are exact as
 // when a slab of the class was last taken or released or a chunk first
 // handed out, and lag the exact counts by less than 64 each otherwise. Grows, Releases,
 // ReservedBytes, Failures and BadFrees are exact.
@@ -78,12 +85,20 @@ func (a *Arena) readStats(st *stats.Stats, exact bool) {
 		if exact {
 			frees, allocs = cl.frees, cl.allocs
 		}
-		live := allocs - frees
+		if testHookReadStats != nil {
+			testHookReadStats()
+		}
 		size := uint64(cl.size)
 		slabs := cl.pubSlabs.Load()
 		releases := cl.releases.Load()
 		grows := cl.grows.Load()
 		room := slabs * uint64(cl.perSlab)
+		// The counts are loaded one after the other while the owner works:
+		// frees published before a slab was released and the slab count
+		// after it would put chunks in use in no slab. No more chunks can
+		// be live than the class's slabs hold, so in use never passes
+		// reserved.
+		live := min(allocs-frees, room)
 		st.Classes = append(st.Classes, stats.ClassStats{
 			Size:          size,
 			InUseBytes:    live * size,

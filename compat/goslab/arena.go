@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	mslab "github.com/memkit/memkit/slab"
 	"github.com/memkit/memkit/stats"
@@ -11,13 +12,38 @@ import (
 
 // Loc is a handle to a byte range of a chunk of an Arena, holding no Go
 // pointer, as go-slab's Loc: the zero Loc is the nil Loc ([Loc.IsNil]), and
-// [Loc.Slice] narrows it. It is memkit's [mslab.Loc], which also records the
-// generation of its chunk so that a stale Loc panics instead of reaching
-// another owner's bytes.
-type Loc = mslab.Loc
+// [Loc.Slice] narrows it. It is memkit's 8-byte [mslab.Loc] of the chunk,
+// which records the chunk's generation so that a stale Loc panics instead
+// of reaching another owner's bytes, and the range: 16 bytes in all. Its
+// methods only compute on the value; it may be compared with ==.
+type Loc struct {
+	l      mslab.Loc
+	off, n uint32 // the range, from the chunk's start
+}
 
 // NilLoc returns the nil Loc, the zero value.
-func NilLoc() Loc { return mslab.NilLoc() }
+func NilLoc() Loc { return Loc{} }
+
+// IsNil reports whether l is the nil Loc.
+func (l Loc) IsNil() bool { return l.l.IsNil() }
+
+// Len returns the length in bytes of the range l designates.
+func (l Loc) Len() int { return int(l.n) }
+
+// Slice returns a Loc for the n bytes from start of the range l designates,
+// as go-slab's Loc.Slice does. It does not check the new range against the
+// chunk, which a Loc does not know; [Arena.LocToBuf] does, and panics with
+// "memkit/goslab: Loc range outside its chunk". Slice panics with
+// "memkit/goslab: negative size" if start or n is negative.
+func (l Loc) Slice(start, n int) Loc {
+	if start < 0 || n < 0 {
+		panic("memkit/goslab: negative size")
+	}
+	// Saturate, so that no sum wraps around into a range inside the chunk.
+	l.off = uint32(min(uint64(l.off)+uint64(start), mslab.MaxSlabSize+1))
+	l.n = uint32(min(uint64(n), mslab.MaxSlabSize+1))
+	return l
+}
 
 // Arena is go-slab's Arena: a slab allocator of reference-counted byte
 // chunks in size classes, on memkit's [mslab.Arena].
@@ -136,9 +162,16 @@ func (s *Arena) BufToLoc(buf []byte) Loc {
 		return NilLoc()
 	}
 	if s.a.Owns(buf) {
-		return s.a.BufToLoc(buf)
+		return s.locOf(buf, s.a.BufToLoc(buf))
 	}
 	return s.foreignOrFreed(buf)
+}
+
+// locOf returns the Loc of buf, a live buffer of the chunk l names.
+func (s *Arena) locOf(buf []byte, l mslab.Loc) Loc {
+	chunk := s.a.LocToBuf(l)
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(buf))) - uintptr(unsafe.Pointer(unsafe.SliceData(chunk)))
+	return Loc{l: l, off: uint32(off), n: uint32(len(buf))}
 }
 
 // msgForeign is memkit slab's panic for a buffer outside the arena.
@@ -155,20 +188,31 @@ func (s *Arena) foreignOrFreed(buf []byte) (l Loc) {
 			l = NilLoc()
 		}
 	}()
-	return s.a.BufToLoc(buf)
+	return s.locOf(buf, s.a.BufToLoc(buf))
 }
 
-// LocToBuf returns the bytes loc designates (honouring Loc.Slice), or nil
-// for the nil Loc. It panics with "memkit/slab: stale handle" if the chunk
-// was freed since loc was made.
-func (s *Arena) LocToBuf(loc Loc) []byte { return s.a.LocToBuf(loc) }
+// LocToBuf returns the bytes loc designates (honouring Loc.Slice), with
+// their capacity running to the end of the allocation, or nil for the nil
+// Loc. It panics with "memkit/slab: stale handle" if the chunk was freed
+// since loc was made, and with "memkit/goslab: Loc range outside its
+// chunk" if a [Loc.Slice] took loc past the end of the allocation.
+func (s *Arena) LocToBuf(loc Loc) []byte {
+	if loc.IsNil() {
+		return nil
+	}
+	chunk := s.a.LocToBuf(loc.l)
+	if uint64(loc.off)+uint64(loc.n) > uint64(len(chunk)) {
+		panic("memkit/goslab: Loc range outside its chunk")
+	}
+	return chunk[loc.off : loc.off+loc.n]
+}
 
 // LocAddRef is AddRef through a Loc; it does nothing for the nil Loc.
 func (s *Arena) LocAddRef(loc Loc) {
 	if loc.IsNil() {
 		return
 	}
-	s.a.LocAddRef(loc)
+	s.a.LocAddRef(loc.l)
 	s.addRefs++
 }
 
@@ -180,7 +224,7 @@ func (s *Arena) LocDecRef(loc Loc) {
 		return
 	}
 	s.decRefs++
-	if s.a.LocDecRef(loc) {
+	if s.a.LocDecRef(loc.l) {
 		s.decRefZeroes++
 	}
 }
