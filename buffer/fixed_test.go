@@ -684,3 +684,50 @@ func TestFixedPool_StressGC(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestFixedPool_StatsWhileChurning: a reader's snapshots, taken while
+// goroutines check buffers out and close them through GCs, never show an
+// impossible state: in use within reserved, frees within allocs, idle
+// within the count.
+func TestFixedPool_StatsWhileChurning(t *testing.T) {
+	const count, workers = 32, 4
+	p := mustFixed(t, count, 256)
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var held []*buffer.Buffer
+			for r := range 4000 {
+				held = append(held, p.Checkout())
+				if len(held) > 10 || (r+w)%3 == 0 {
+					held[0].Close()
+					held = held[1:]
+				}
+				if r%1000 == 0 {
+					runtime.GC()
+				}
+			}
+			for _, b := range held {
+				b.Close()
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			st := readStats(p)
+			if st.LiveObjects != 0 || st.Frees != st.Allocs || p.Len() != count {
+				t.Fatalf("after the workers: Len %d, %+v", p.Len(), st)
+			}
+			return
+		default:
+		}
+		st := readStats(p)
+		if st.InUseBytes > st.ReservedBytes || st.Frees > st.Allocs || p.Len() > count {
+			t.Fatalf("read %d: impossible %+v", reads, st)
+		}
+	}
+}

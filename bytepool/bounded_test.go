@@ -141,3 +141,52 @@ func TestBounded_AllocsEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestBounded_StatsWhileChurning: a reader's snapshots, taken while
+// goroutines get and put buffers through GCs, never show an impossible
+// state: in use within reserved, live within what the region holds plus
+// the fallbacks got, frees within allocs.
+func TestBounded_StatsWhileChurning(t *testing.T) {
+	const size, region, workers = 1 << 10, 128 << 10, 4
+	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(region), bytepool.WithMaxSize(size))
+	var stop sync.WaitGroup
+	done := make(chan struct{})
+	for w := range workers {
+		stop.Add(1)
+		go func() {
+			defer stop.Done()
+			var held [][]byte
+			for r := range 4000 {
+				held = append(held, p.Get(1+(r*7+w)%size))
+				if len(held) > 40 || r%3 == 0 {
+					p.Put(held[0])
+					held = held[1:]
+				}
+				if r%1000 == 0 {
+					runtime.GC()
+				}
+			}
+			for _, b := range held {
+				p.Put(b)
+			}
+		}()
+	}
+	go func() { stop.Wait(); close(done) }()
+	var st memkit.Stats
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			p.ReadStats(&st)
+			if st.LiveObjects != 0 || st.InUseBytes != 0 || st.Frees != st.Allocs {
+				t.Fatalf("after the workers: %+v", st)
+			}
+			return
+		default:
+		}
+		p.ReadStats(&st)
+		if st.InUseBytes > st.ReservedBytes || st.Frees > st.Allocs || st.Allocs-st.Frees != st.LiveObjects ||
+			st.LiveObjects > region/64+st.HeapFallbacks {
+			t.Fatalf("read %d: impossible %+v", reads, st)
+		}
+	}
+}
