@@ -152,8 +152,9 @@
 // [Pool.ReadStats] reports the bytepool storage its Buffers hold;
 // [FixedPool.ReadStats] reports checkouts, closes, misses (HeapFallbacks),
 // expansions (Grows), refusals of the Strict policy (Failures) and second
-// Closes (BadFrees), all exact: checkouts are counted in each shard's word
-// by the compare-and-swap that takes the buffer (closes are the checkouts
-// less the buffers out), the rest on slow paths; nothing is counted in a
-// word every goroutine writes.
+// Closes (BadFrees). Checkouts are counted in each buffer's slot, and added
+// to the pool's count exactly for a buffer's first 64 and then 64 at a
+// time, so Allocs (and Frees, the checkouts less the buffers out) are low by
+// at most 63 per buffer; the rest is exact, counted on slow paths; nothing
+// is counted in a word every goroutine writes.
 package buffer

@@ -163,10 +163,13 @@
 //
 // [Pool.ReadStats] reports the shared [memkit.Stats] with a row per class,
 // and may be called from any goroutine while others use the pool (it reads
-// atomics and takes a Bounded pool's shard locks one at a time).
+// atomics and a Bounded pool's buffer slots).
 //
-// Exact: everything of a Bounded pool; every slow-path event of an Elastic
-// one (Grows, the buffers made; Releases, those the GC collected, counted
+// Exact: a Bounded pool's buffers in use and idle (when no Get or Put runs
+// meanwhile) and its slow-path events; its Allocs and Frees are low by at
+// most 63 per buffer (a buffer's Gets are counted in its slot, and added to
+// the class's count exactly for its first 64, then 64 at a time). Every
+// slow-path event of an Elastic one (Grows, the buffers made; Releases, those the GC collected, counted
 // by a cleanup on each; HeapFallbacks, Failures, BadFrees, and the Allocs,
 // Frees and bytes of buffers above the largest class); ReservedBytes of
 // an Elastic pool (the buffers made and not yet collected, as of the last
