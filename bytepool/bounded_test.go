@@ -5,11 +5,15 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // TestBounded_StressGC: goroutines get buffers of a Bounded pool whose
@@ -189,4 +193,42 @@ func TestBounded_StatsWhileChurning(t *testing.T) {
 			t.Fatalf("read %d: impossible %+v", reads, st)
 		}
 	}
+}
+
+// TestBounded_ConcurrentDoublePutWindow: two Puts of one buffer by two
+// goroutines at the same instant, the window Put's doc states. Outside it
+// (the Puts a few instructions apart) the second panics as a double free;
+// inside it both may pass, and the buffer is then idle twice. The test
+// pins what holds either way: at most one Put of each pair panics, and a
+// second Put on one goroutine always does. Under the race detector the
+// two Puts are reported as a data race, the detector's job.
+func TestBounded_ConcurrentDoublePutWindow(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector reports two goroutines putting one buffer at once")
+	}
+	if checked.Enabled {
+		t.Skip("the checked build's tracker serializes Puts and reports the second with its stacks")
+	}
+	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(1<<20))
+	for range 200 {
+		b := p.Get(512)
+		var panics atomic.Int32
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if memtest.PanicOf(func() { p.Put(b) }) != "" {
+					panics.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if panics.Load() == 2 {
+			t.Fatal("both Puts of a buffer that was out panicked")
+		}
+	}
+	b := p.Get(512)
+	p.Put(b)
+	memtest.CheckPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
 }
