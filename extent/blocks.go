@@ -157,6 +157,9 @@ func (a *Allocator) addBlock(mem []byte, fallback bool) int32 {
 		a.heapRes += uint64(len(mem))
 	}
 	a.alert.Charge(int64(len(mem)))
+	if a.blockHook != nil {
+		a.blockHook(b.base, b.end(), true)
+	}
 	return id
 }
 
@@ -182,6 +185,9 @@ func (a *Allocator) dropBlock(id, x int32) {
 			a.sorted = append(a.sorted[:i], a.sorted[i+1:]...)
 			break
 		}
+	}
+	if a.blockHook != nil {
+		a.blockHook(blk.base, blk.end(), false)
 	}
 	a.blocks[id] = block{}
 	a.freeIDs = append(a.freeIDs, id)

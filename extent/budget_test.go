@@ -157,7 +157,7 @@ func TestShared_BudgetAlertMayCallTheShared(t *testing.T) {
 	}
 	memtest.Returns(t, "Malloc, Free, Trim and Close with an alert that calls the Shared", func() {
 		a := s.Malloc(4096)
-		b := s.Malloc(4096) // the second block reaches the threshold
+		b := s.Malloc(4096)  // the second block reaches the threshold
 		fb := s.Malloc(4096) // past the budget: a heap fallback
 		s.Free(b)
 		s.Free(fb)

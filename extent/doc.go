@@ -203,9 +203,10 @@
 // locking on its paths. [NewShared] returns a [Shared] allocator that is
 // safe for concurrent use and frees from any goroutine: Allocators in
 // shards (two per P), each behind a one-word spinlock, the home shard
-// picked from the goroutine's stack address, so a Malloc and Free cost an
-// Allocator's plus a compare-and-swap and a store each; a Free of another
-// shard's memory searches the shards. With a budget, an alert or the
-// checked build it keeps one shard. [Recyclable]
+// picked from the goroutine's stack address (or the next free one when
+// another goroutine holds it), so a Malloc and Free cost an Allocator's
+// plus a compare-and-swap and an atomic store each; a Free finds the
+// owning shard in an index of the shards' blocks. With a budget, an alert
+// or the checked build it keeps one shard. [Recyclable]
 // (gomem's RecyclableMemory) frees a batch of allocations at once.
 package extent

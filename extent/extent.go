@@ -70,6 +70,10 @@ type Allocator struct {
 	alert *budget.Budget // WithBudgetAlert: charged per block, no limit
 	dbg   *debugState    // checked build only
 
+	// blockHook, if set (by a Shared), is told of every block added
+	// (add true) and dropped, under the caller's lock.
+	blockHook func(base, end uintptr, add bool)
+
 	pub published // what ReadStats shows other goroutines (see stats.go)
 }
 
@@ -406,6 +410,9 @@ func (a *Allocator) Close() {
 	}
 	for _, id := range a.sorted {
 		blk := &a.blocks[id]
+		if a.blockHook != nil {
+			a.blockHook(blk.base, blk.end(), false)
+		}
 		if a.cfg.offHeap && !blk.fallback {
 			_ = offheap.Free(blk.mem)
 		}

@@ -1,11 +1,14 @@
 package extent_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -871,4 +874,83 @@ func TestAllocator_BlockSizedLoopDoesNotThrash(t *testing.T) {
 			t.Fatalf("after 20000 iterations: %v", &s)
 		}
 	})
+}
+
+// TestShared_StressIndex: goroutines Malloc, tag every byte with their
+// owner, hand ranges to each other and Free them, while another goroutine
+// Trims (so blocks leave the shards' index and new ones join it) and GCs
+// run: no range is ever handed out twice (the tags read back), every Free
+// finds its shard, and after quiescence nothing is in use.
+func TestShared_StressIndex(t *testing.T) {
+	s, err := extent.NewShared(extent.WithBlockSize(16 << 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers = 6
+	rounds := 3000
+	if testing.Short() {
+		rounds = 300
+	}
+	handoff := make(chan []byte, 8)
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	go func() {
+		for !stop.Load() {
+			s.Trim()
+			runtime.Gosched()
+		}
+	}()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tag := byte(w + 1)
+			var held [][]byte
+			check := func(b []byte) {
+				if bytes.Count(b, b[:1]) != len(b) {
+					t.Errorf("a range holds two owners' bytes")
+				}
+			}
+			for r := range rounds {
+				b := s.Malloc(1 + (r*131+w*17)%6000)
+				for i := range b {
+					b[i] = tag
+				}
+				held = append(held, b)
+				if r%4 == 0 {
+					select {
+					case handoff <- held[0]:
+						held = held[1:]
+					default:
+					}
+				}
+				if len(held) > 6 || (len(held) > 0 && r%2 == 0) {
+					check(held[0])
+					s.Free(held[0])
+					held = held[1:]
+				}
+				select {
+				case o := <-handoff:
+					check(o)
+					s.Free(o)
+				default:
+				}
+				if r%1000 == 0 {
+					runtime.GC()
+				}
+			}
+			for _, b := range held {
+				s.Free(b)
+			}
+		}()
+	}
+	wg.Wait()
+	stop.Store(true)
+	close(handoff)
+	for b := range handoff {
+		s.Free(b)
+	}
+	if st := readStats(s); st.InUseBytes != 0 || st.LiveObjects != 0 || st.Allocs != st.Frees || st.BadFrees != 0 {
+		t.Fatalf("after quiescence: %v", &st)
+	}
 }

@@ -2,6 +2,7 @@ package extent
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
@@ -18,15 +19,17 @@ import (
 // is not usable: a Shared must be created with [NewShared]. It must not be
 // copied.
 //
-// A call locks the shard its goroutine's stack address picks (see
-// internal/shard), so goroutines running at once mostly work on different
-// shards and one goroutine keeps to one, cache-warm shard: a Malloc and Free cost the Allocator's plus one compare-and-swap
-// and one store each. A Free (or FreeRest) finds the shard that owns the
-// memory: its own shard's block bounds first, a bounds check; memory of
-// another shard (a free from another goroutine) costs a lock and a block
-// search per shard tried. There are shard.PerP(2, 2) shards, each reserving
-// its own blocks, so a Shared may hold up to that many partly used blocks
-// more than one Allocator would. With [WithBudget] or [WithBudgetAlert],
+// A Malloc locks the shard its goroutine's stack address picks (see
+// internal/shard), or, when another goroutine holds that one, the next
+// free one, so goroutines running at once work on different shards and
+// never wait for each other's, and one goroutine mostly keeps to one,
+// cache-warm shard. A Free (or FreeRest) finds the shard that owns the
+// memory in a copy-on-write index of every shard's blocks (an atomic load
+// and a binary search over the blocks) and locks it. A Malloc and a Free
+// cost the Allocator's plus one compare-and-swap and one atomic store each
+// (two locked instructions per pair on amd64). There are shard.PerP(2, 2)
+// shards, each reserving its own blocks, so a Shared may hold up to that
+// many partly used blocks more than one Allocator would. With [WithBudget] or [WithBudgetAlert],
 // and in the checked build, a Shared keeps one shard, so that the budget,
 // the alert and the tracker see every block.
 //
@@ -40,6 +43,8 @@ type Shared struct {
 	shards []sharedShard
 	mask   uintptr
 	alert  *budget.Budget // the one shard's WithBudgetAlert, deferred; or nil
+
+	index shard.Index // every shard's blocks
 }
 
 // sharedShard is one shard: an Allocator and its lock, padded so that
@@ -47,7 +52,11 @@ type Shared struct {
 type sharedShard struct {
 	shard.Lock
 	a *Allocator
-	_ shard.Pad
+	// last is the index entry of the block the last search from this
+	// shard's goroutines found, for Free's guess: an entry of an index,
+	// never changed once published.
+	last atomic.Pointer[shard.Owner]
+	_    shard.Pad
 }
 
 // NewShared returns a goroutine-safe allocator configured by opts, or an
@@ -70,31 +79,62 @@ func NewShared(opts ...Option) (*Shared, error) {
 	for i := 1; i < n; i++ {
 		s.shards[i].a, _ = New(opts...)
 	}
+	for i := range s.shards {
+		id := uint32(i)
+		s.shards[i].a.blockHook = func(base, end uintptr, add bool) {
+			if add {
+				s.index.Add(base, end, id)
+			} else {
+				s.index.Remove(base)
+			}
+		}
+	}
 	if checked.Enabled {
 		checked.Register(s, a.dbg.tr)
 	}
 	return s, nil
 }
 
-// home returns the calling goroutine's shard, which the caller locks. A
-// goroutine waits for its shard rather than take another: memory it
-// allocates then stays on its shard, where its Free finds it without a
-// search. (home is inlined, and so is the lock's fast path where the
-// caller writes sh.Lock.Lock(): a call less per Malloc and Free than a
-// function that did both.)
+// notify delivers the budget alert's crossings, with no lock held (see
+// NewShared); the check of the alert is inlined, so a Shared without one
+// pays a load and a branch.
+func (s *Shared) notify() {
+	if s.alert != nil {
+		s.alert.Notify()
+	}
+}
+
+// home returns the calling goroutine's shard, which the caller locks.
 func (s *Shared) home() *sharedShard { return &s.shards[shard.Hint()&s.mask] }
+
+// lockAny locks and returns the calling goroutine's shard or, when another
+// goroutine holds it, the next free one: any shard can serve a Malloc, and
+// Free finds the owner in the index, so two goroutines whose stacks hash
+// to one shard do not take turns on its lock.
+func (s *Shared) lockAny() *sharedShard {
+	h := shard.Hint()
+	if sh := &s.shards[h&s.mask]; sh.TryLock() {
+		return sh
+	}
+	sh, _ := shard.LockAny(s.shards, h)
+	return sh
+}
 
 // Malloc is [Allocator.Malloc] on the calling goroutine's shard.
 func (s *Shared) Malloc(n int) []byte {
 	b := s.malloc(n)
-	s.alert.Notify()
+	s.notify()
 	return b
 }
 
 // malloc is Malloc under the shard's lock, without the alert.
 func (s *Shared) malloc(n int) []byte {
-	sh := s.home()
-	sh.Lock.Lock()
+	// lockAny, written out so that the uncontended case is inlined.
+	h := shard.Hint()
+	sh := &s.shards[h&s.mask]
+	if !sh.TryLock() {
+		sh, _ = shard.LockAny(s.shards, h)
+	}
 	defer sh.Unlock()
 	return sh.a.Malloc(n)
 }
@@ -102,14 +142,13 @@ func (s *Shared) malloc(n int) []byte {
 // TryMalloc is [Allocator.TryMalloc] on the calling goroutine's shard.
 func (s *Shared) TryMalloc(n int) ([]byte, error) {
 	b, err := s.tryMalloc(n)
-	s.alert.Notify()
+	s.notify()
 	return b, err
 }
 
 // tryMalloc is TryMalloc under the shard's lock, without the alert.
 func (s *Shared) tryMalloc(n int) ([]byte, error) {
-	sh := s.home()
-	sh.Lock.Lock()
+	sh := s.lockAny()
 	defer sh.Unlock()
 	return sh.a.TryMalloc(n)
 }
@@ -122,43 +161,36 @@ func (s *Shared) Free(b []byte) {
 		return
 	}
 	s.free(b)
-	s.alert.Notify()
+	s.notify()
 }
 
 // free is Free of a non-empty b under the owning shard's lock, without the
-// alert.
+// alert. Memory in no shard's block goes to the caller's shard, whose
+// Allocator reports it.
 func (s *Shared) free(b []byte) {
 	p := sliceAddr(b)
 	e := p + uintptr(len(b))
-	// The common case first: memory freed on the goroutine, and so the
-	// shard, that allocated it.
-	sh := s.home()
-	sh.Lock.Lock()
-	if !sh.a.owns(p, e) && len(s.shards) > 1 {
-		sh.Unlock()
-		sh = s.owner(p, e, sh)
-	}
-	defer sh.Unlock()
-	sh.a.Free(b)
-}
-
-// owner locks and returns the shard whose blocks hold [p, e), trying each
-// shard in turn (home, the caller's, does not). When none does, it returns
-// home, whose Free then reports foreign memory.
-func (s *Shared) owner(p, e uintptr, home *sharedShard) *sharedShard {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		if sh == home {
-			continue
-		}
+	// The guess: the block the last search from the caller's shard found,
+	// which the owner's Allocator confirms under its lock.
+	home := s.home()
+	if o := home.last.Load(); o != nil && p >= o.Base && e <= o.End && e >= p {
+		sh := &s.shards[o.Shard]
 		sh.Lock.Lock()
 		if sh.a.owns(p, e) {
-			return sh
+			defer sh.Unlock()
+			sh.a.Free(b)
+			return
 		}
 		sh.Unlock()
 	}
-	home.Lock.Lock()
-	return home
+	sh := home
+	if o := s.index.Find(p, e); o != nil {
+		home.last.Store(o)
+		sh = &s.shards[o.Shard]
+	}
+	sh.Lock.Lock()
+	defer sh.Unlock()
+	sh.a.Free(b)
 }
 
 // FreeRest is [Allocator.FreeRest] on the shard that owns b.
@@ -176,14 +208,13 @@ func (s *Shared) FreeRest(b []byte, keep int) []byte {
 // plus the lock.
 func (s *Shared) Borrow(n int) []byte {
 	b := s.borrow(n)
-	s.alert.Notify()
+	s.notify()
 	return b
 }
 
 // borrow is Borrow under the shard's lock, without the alert.
 func (s *Shared) borrow(n int) []byte {
-	sh := s.home()
-	sh.Lock.Lock()
+	sh := s.lockAny()
 	defer sh.Unlock()
 	return sh.a.Borrow(n)
 }
@@ -216,7 +247,7 @@ func (s *Shared) each(f func(a *Allocator)) {
 			f(sh.a)
 		}()
 	}
-	s.alert.Notify()
+	s.notify()
 }
 
 // ReadStats fills *st with the exact figures of every shard added up: it

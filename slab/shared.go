@@ -49,9 +49,8 @@ type Shared struct {
 	sizes    []int // class sizes, immutable
 	slabSize int
 
-	index    atomic.Pointer[[]slabOwner] // live slabs by base address
-	indexMu  sync.Mutex                  // serializes index updates
-	badFrees atomic.Uint64               // DecRefs of buffers in no shard
+	index    shard.Index   // live slabs and the shard of each
+	badFrees atomic.Uint64 // DecRefs of buffers in no shard
 
 	statsMu sync.Mutex
 	scratch stats.Stats
@@ -68,13 +67,6 @@ func (sh *Shared) deliverAlerts() {
 	if q := sh.alerts; q != nil && q.pending.Load() {
 		q.deliver()
 	}
-}
-
-// slabOwner is an entry of Shared.index: which shard holds the slab at
-// base.
-type slabOwner struct {
-	base  uintptr
-	shard uint32
 }
 
 // arenaShard is one Arena and its lock, alone on its cache lines: the
@@ -112,7 +104,6 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	}
 	src := cfg.source(malloc)
 	sh := &Shared{shards: make([]arenaShard, n), mask: uintptr(n - 1), slabSize: slabSize}
-	sh.index.Store(new([]slabOwner))
 	// The shards share one budget and, in the checked build, one tracker.
 	if cfg.HasAlert() {
 		threshold, fn := cfg.Alert()
@@ -188,33 +179,11 @@ func defaultShards() int {
 // register records that shard holds the slab at base, and reports
 // whether it did: not if the slab would overlap one that a shard holds.
 func (sh *Shared) register(base uintptr, shard uint32) bool {
-	sh.indexMu.Lock()
-	defer sh.indexMu.Unlock()
-	old := *sh.index.Load()
-	i := sort.Search(len(old), func(i int) bool { return old[i].base > base })
-	size := uintptr(sh.slabSize)
-	if i > 0 && base-old[i-1].base < size || i < len(old) && old[i].base-base < size {
-		return false
-	}
-	idx := make([]slabOwner, 0, len(old)+1)
-	idx = append(append(append(idx, old[:i]...), slabOwner{base, shard}), old[i:]...)
-	sh.index.Store(&idx)
-	return true
+	return sh.index.Add(base, base+uintptr(sh.slabSize), shard)
 }
 
 // unregister forgets the slab at base.
-func (sh *Shared) unregister(base uintptr) {
-	sh.indexMu.Lock()
-	defer sh.indexMu.Unlock()
-	old := *sh.index.Load()
-	i := sort.Search(len(old), func(i int) bool { return old[i].base >= base })
-	if i == len(old) || old[i].base != base {
-		return
-	}
-	idx := make([]slabOwner, 0, len(old)-1)
-	idx = append(append(idx, old[:i]...), old[i+1:]...)
-	sh.index.Store(&idx)
-}
+func (sh *Shared) unregister(base uintptr) { sh.index.Remove(base) }
 
 // shardOf returns the shard whose slab holds buf's first byte, or nil.
 func (sh *Shared) shardOf(buf []byte) *arenaShard {
@@ -222,22 +191,11 @@ func (sh *Shared) shardOf(buf []byte) *arenaShard {
 	if p == 0 {
 		return nil
 	}
-	idx := *sh.index.Load()
-	// The last slab whose base is <= p: a binary search written out, as
-	// sort.Search's closure would not be inlined.
-	lo, hi := 0, len(idx)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if idx[m].base > p {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	if lo == 0 || p-idx[lo-1].base >= uintptr(sh.slabSize) {
+	o := sh.index.Find(p, p)
+	if o == nil {
 		return nil
 	}
-	return &sh.shards[idx[lo-1].shard]
+	return &sh.shards[o.Shard]
 }
 
 // lockBuf locks and returns the shard of buf, or panics for a buffer in no
