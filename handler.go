@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+
+	"github.com/memkit/memkit/stats"
 )
 
 // Handler returns the debug page of the published allocators, in the manner
@@ -161,5 +163,5 @@ func max1(n int) int {
 var debugHTML string
 
 var debugPage = template.Must(template.New("memkit").Funcs(template.FuncMap{
-	"bytes": FormatBytes,
+	"bytes": stats.FormatBytes,
 }).Parse(debugHTML))

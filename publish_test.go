@@ -15,6 +15,7 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/e2e"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/stats"
 )
 
 // fakeSource reports a fixed snapshot.
@@ -302,7 +303,7 @@ func ExamplePublish() {
 	buf := pool.Get(1000)
 	var s memkit.Stats
 	json.Unmarshal([]byte(expvar.Get("memkit.example.uploads").String()), &s)
-	fmt.Println("live objects:", s.LiveObjects, "in use:", memkit.FormatBytes(s.InUseBytes))
+	fmt.Println("live objects:", s.LiveObjects, "in use:", stats.FormatBytes(s.InUseBytes))
 	pool.Put(buf)
 
 	// In a server: http.Handle("/debug/memkit/", memkit.Handler())

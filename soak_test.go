@@ -17,6 +17,7 @@ import (
 	"github.com/memkit/memkit/offheap"
 	"github.com/memkit/memkit/ringbuf"
 	"github.com/memkit/memkit/slab"
+	"github.com/memkit/memkit/stats"
 )
 
 // TestSoak runs every allocator for -soak under random operations from
@@ -85,9 +86,9 @@ func TestSoak(t *testing.T) {
 				t.Errorf("after every block was freed: %d bytes in use, %d live\n%v", s.InUseBytes, s.LiveObjects, &s)
 			}
 			if bound > 0 && s.ReservedBytes > bound {
-				t.Errorf("reserved %s, over the bound of %s", memkit.FormatBytes(s.ReservedBytes), memkit.FormatBytes(bound))
+				t.Errorf("reserved %s, over the bound of %s", stats.FormatBytes(s.ReservedBytes), stats.FormatBytes(bound))
 			}
-			t.Logf("%s: allocs %d, reserved %s at the end", a.name, s.Allocs, memkit.FormatBytes(s.ReservedBytes))
+			t.Logf("%s: allocs %d, reserved %s at the end", a.name, s.Allocs, stats.FormatBytes(s.ReservedBytes))
 		})
 	}
 	t.Run("arena", soakArena)
@@ -309,7 +310,7 @@ func soakArena(t *testing.T) {
 	})
 	var s memkit.Stats
 	pool.ReadStats(&s)
-	t.Logf("arena pool: allocs %d, reserved %s at the end", s.Allocs, memkit.FormatBytes(s.ReservedBytes))
+	t.Logf("arena pool: allocs %d, reserved %s at the end", s.Allocs, stats.FormatBytes(s.ReservedBytes))
 }
 
 // soakRing has half the workers write numbered, patterned records into a

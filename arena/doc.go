@@ -72,7 +72,7 @@
 //
 // Built with the memkitdebug tag (go test -tags memkitdebug ./...), the
 // package reports each mistake below with a panic whose value is an error
-// (memkit's checked.Misuse) naming the operation and the mistake, with the
+// (a *memkit.Misuse) naming the operation and the mistake, with the
 // stacks of the allocation and of the free; in a release build they panic
 // with the strings below, or go unnoticed where noted:
 //

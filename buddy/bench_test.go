@@ -4,8 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/stats"
 )
 
 var benchSizes = []int{64, 4 << 10, 64 << 10}
@@ -16,7 +16,7 @@ var benchSizes = []int{64, 4 << 10, 64 << 10}
 //	go test -run '^$' -bench AllocFree -count 6 ./buddy | benchstat -col /impl -
 func BenchmarkAllocator_AllocFree(b *testing.B) {
 	for _, n := range benchSizes {
-		b.Run("size="+memkit.FormatBytes(uint64(n))+"/impl=memkit", func(b *testing.B) {
+		b.Run("size="+stats.FormatBytes(uint64(n))+"/impl=memkit", func(b *testing.B) {
 			a := mustNew(b, 64<<20, 64)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -25,7 +25,7 @@ func BenchmarkAllocator_AllocFree(b *testing.B) {
 				a.Free(p)
 			}
 		})
-		b.Run("size="+memkit.FormatBytes(uint64(n))+"/impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
+		b.Run("size="+stats.FormatBytes(uint64(n))+"/impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 	}
 }
 

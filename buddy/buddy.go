@@ -281,7 +281,7 @@ func (a *Allocator) coalesce() {
 // and with "memkit/buddy: foreign memory" if b does not start a block this
 // allocator handed out (outside the region, inside a block, or with a
 // capacity larger than its block). The checked build (see the package
-// documentation) reports these and more with a *checked.Misuse.
+// documentation) reports these and more with a *memkit.Misuse.
 func (a *Allocator) Free(b []byte) {
 	if checked.Enabled {
 		a.freeChecked(b)

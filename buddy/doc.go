@@ -99,7 +99,7 @@
 //
 // Built with -tags memkitdebug, the allocator also records every block it
 // hands out and reports each misuse it finds by panicking with a
-// *checked.Misuse (its Error names the allocator, the operation and the
+// *memkit.Misuse (its Error names the allocator, the operation and the
 // mistake, then the stack that allocated the block and, for a block freed
 // before, the stack that freed it):
 //

@@ -88,7 +88,7 @@
 // Built with -tags memkitdebug, a [Pool] and a [FixedPool] record every
 // Buffer they hand out (its header's address and the stack of the Get or
 // Checkout), never reuse a header, and turn each of these mistakes into a
-// panic whose value, an error (memkit's internal checked.Misuse), names the
+// panic whose value, an error (a *memkit.Misuse), names the
 // allocator ("buffer"), the operation and the kind of mistake —
 // "memkit/buffer: Free: double free at 0x..." — and prints the stacks that
 // explain it:

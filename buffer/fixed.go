@@ -6,6 +6,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
@@ -201,6 +202,7 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 	for i := count - 1; i >= 0; i-- {
 		p.idle.Add(uintptr(i)) // buffer 0 is taken first
 	}
+	owned.Add(p.mem, "buffer.FixedPool", true)
 	return p, nil
 }
 

@@ -83,9 +83,6 @@ func NewJSON(b *Buffer) JSON { return JSON{b: b} }
 // [JSON.Raw] value, as encoding/json does, only while escaping is on.
 func (j *JSON) SetEscapeHTML(on bool) { j.plain = !on }
 
-// Buffer returns the buffer j writes to.
-func (j *JSON) Buffer() *Buffer { return j.b }
-
 // Err returns the first error recorded, or, if none, an error matching
 // [ErrJSON] if the document is unfinished (nothing written, or an array or
 // object left open), or nil: then the buffer holds exactly one valid JSON

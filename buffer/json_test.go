@@ -294,13 +294,10 @@ func TestJSON_WritesNoAllocations(t *testing.T) {
 	}
 }
 
-func TestJSON_BufferAndNonASCIIKeysStayValid(t *testing.T) {
+func TestJSON_NonASCIIStringsStayValid(t *testing.T) {
 	b := buffer.Get()
 	defer b.Free()
 	j := buffer.NewJSON(b)
-	if j.Buffer() != b {
-		t.Fatal("Buffer")
-	}
 	j.BeginArray()
 	for i := range 1000 {
 		j.String(strings.Repeat("é", i%7))

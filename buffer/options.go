@@ -25,13 +25,6 @@ type CommonOption interface {
 	FixedOption
 }
 
-// Option is the option type of [NewFixedPool], under its old name.
-//
-// Deprecated: name [FixedOption], or [PoolOption] for [NewPool]. Option
-// once served both constructors; a []Option given to NewPool must become
-// a []PoolOption.
-type Option = FixedOption
-
 // poolOption, fixedOption and commonOption are the options' types: each
 // implements the interfaces of the constructors that read it.
 type (

@@ -98,7 +98,9 @@
 //     like a first, in both policies: the buffer then goes back on a free
 //     list while in use (its first 8 bytes take the mark), and a later Get
 //     shares it. An Elastic pool also takes foreign memory whose capacity
-//     is a class's, aligned as heap buffers are, for its own, and keeps it.
+//     is a class's, aligned as heap buffers are, for its own, and keeps it,
+//     unless another memkit allocator owns it (a FixedPool's or Bounded
+//     pool's buffer, an extent range, offheap memory): Put panics then.
 //     A write after Put lands in the idle buffer, and a write into the slack
 //     past the length stays in the buffer (its capacity is locked). The
 //     checked build reports all of them.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/shard"
 )
 
@@ -204,3 +205,8 @@ func collected(e *elasticClass) {
 		e.budget.Release(int64(e.size))
 	}
 }
+
+// refuseOwned panics if the buffer at ptr, put into an Elastic pool, is
+// memory another memkit allocator owns (see internal/owned): the pool
+// would give it a second owner.
+func refuseOwned(ptr unsafe.Pointer) { owned.MustBeUnowned(prefix+"Put", uintptr(ptr)) }

@@ -23,16 +23,18 @@ type expect struct {
 // operations on one to three goroutines, each with its own model, and checks
 // that no two live buffers overlap, that every byte written reads back until
 // Put, and that the pool's stats agree with the models. The misuses it tries
-// — a Put of foreign memory, a Put of a buffer whose start moved, a second
-// Put — must be counted (release build) or reported (checked build), a size
-// the machine cannot serve must panic with bytepool's message (TryGet: false)
-// in both, and every misuse must leave every live buffer intact.
+// — a Put of foreign memory, of memory another memkit allocator owns, of a
+// buffer whose start moved, a second Put — must be counted or refused
+// (release build) or reported (checked build), a size the machine cannot
+// serve must panic with bytepool's message (TryGet: false) in both, and every
+// misuse must leave every live buffer intact.
 func FuzzPool(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{1, 0, 200, 0, 0, 255, 255, 4, 0, 4, 1, 5, 9, 9, 6, 0, 8, 100, 0})
 	f.Add([]byte{2, 3, 0, 0, 1, 1, 16, 0, 2, 0, 64, 4, 0, 3, 0, 2, 7, 8, 7, 1, 2})
 	f.Add([]byte{5, 0, 255, 1, 0, 255, 1, 0, 255, 1, 3, 255, 1, 4, 0, 4, 0, 4, 0})
 	f.Add([]byte{0, 0, 100, 0, 6, 6, 1, 0, 5, 6, 6, 255, 255, 38, 7})
+	f.Add([]byte{0, 0, 100, 0, 6, 6, 0, 6, 6, 2, 6, 6, 4, 3, 0, 7})
 	f.Fuzz(runFuzzBody)
 }
 
@@ -199,8 +201,8 @@ func runOps(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, sol
 // build), reported (checked build) or, where the table says neither, that
 // it left every live buffer intact (the caller verifies the model).
 func misuseOp(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, solo bool) error {
-	switch k := ops.Byte(); k % 7 {
-	case 6: // a hostile length: a size the machine cannot serve, as a peer's length field may ask
+	switch k := ops.Byte(); k % 8 {
+	case 7: // a hostile length: a size the machine cannot serve, as a peer's length field may ask
 		n, ok := hostileSize(ops)
 		if !ok {
 			return nil
@@ -291,6 +293,15 @@ func misuseOp(p *bytepool.Pool, ops *memtest.Ops, m *memtest.Model, e *expect, s
 		if mu := misuseOf(func() { p.Put(b) }); mu == nil || mu.Kind != checked.DoubleFree {
 			return errorf("second Put after reuse: misuse %v; want a double free", mu)
 		}
+	case 6: // Put of memory another memkit allocator owns, into an Elastic pool
+		if p.Policy() != bytepool.Elastic {
+			return nil // a Bounded pool drops it as a fallback
+		}
+		fs, err := foreigners()
+		if err != nil {
+			return err
+		}
+		return putForeign(p, fs[int(ops.Byte())%len(fs)])
 	case 0: // Put of memory the pool never handed out, with a capacity that is no class
 		n := 1 + int(ops.Byte())*97
 		if n == 64 || p.ClassSize(n) == n {

@@ -80,13 +80,33 @@ var mistakes = []memtest.Mistake{
 	},
 	{
 		Name:    "Put of memory it never handed out",
-		Release: "dropped and counted in `BadFrees` if its capacity is no class; otherwise kept (Elastic) or dropped as a fallback (Bounded)",
+		Release: "dropped and counted in `BadFrees` if its capacity is no class; otherwise kept (Elastic, unless another memkit allocator owns it: next row) or dropped as a fallback (Bounded)",
 		Checked: "ForeignFree", Op: "Put", Kind: checked.ForeignFree,
 		Setup: func(t testing.TB) (func(), func() error) {
 			p := mustNew(t)
 			intact := bystanders(p, 6, 1)
 			foreign := make([]byte, 100)
 			return func() { p.Put(foreign) }, intact
+		},
+	},
+	{
+		Name:    "Put of memory another memkit allocator owns (a FixedPool's or a Bounded pool's buffer, an extent range, offheap memory)",
+		Release: "Elastic: panic `memkit/bytepool: Put of memory <owner> owns: return it to <owner> instead` (they register their regions; one compare while none lies below the buffer); Bounded: dropped as a fallback",
+		Checked: "ForeignFree", Panic: panicOwned("buffer.FixedPool"), Op: "Put", Kind: checked.ForeignFree,
+		Setup: func(t testing.TB) (func(), func() error) {
+			fs, err := foreigners()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := mustNew(t)
+			intact := bystanders(p, 6, 0)
+			f := fs[0] // a FixedPool's buffer; TestElastic_PutOfAnotherAllocatorsMemoryPanics makes the others
+			return func() { p.Put(f.buf) }, func() error {
+				if err := intact(); err != nil {
+					return err
+				}
+				return memtest.Verify(f.buf, f.seed)
+			}
 		},
 	},
 	{

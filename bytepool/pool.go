@@ -10,6 +10,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/sizeclass"
 	"github.com/memkit/memkit/internal/sysmem"
 )
@@ -441,8 +442,12 @@ func (p *Pool) Put(b []byte) {
 		p.putSlow(b)
 		return
 	}
-	e := p.elasticOf(p.lookup(size))
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
+	if owned.Maybe(uintptr(ptr)) { // another memkit allocator's memory?
+		p.putSlow(b)
+		return
+	}
+	e := p.elasticOf(p.lookup(size))
 	if e.size != size || e.misaligned(ptr) {
 		p.putSlow(b)
 		return
@@ -475,6 +480,7 @@ func (p *Pool) putSlow(b []byte) {
 		p.counts.badFrees.Add(1) // its start moved: no buffer of this class starts there
 		return
 	}
+	refuseOwned(ptr)
 	p.markIdle(ptr)
 	if p.sampled(ptr) {
 		e.puts.Add(1)

@@ -8,6 +8,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/stats"
 )
 
 var benchSizes = []int{64, 4 << 10, 64 << 10}
@@ -17,7 +18,7 @@ var benchSizes = []int{64, 4 << 10, 64 << 10}
 //	go test -run '^$' -bench MallocFree -count 6 ./extent | benchstat -col /impl -
 func BenchmarkAllocator_MallocFree(b *testing.B) {
 	for _, n := range benchSizes {
-		name := "size=" + memkit.FormatBytes(uint64(n))
+		name := "size=" + stats.FormatBytes(uint64(n))
 		b.Run(name+"/impl=memkit", func(b *testing.B) {
 			a := mustNew(b)
 			b.ReportAllocs()
@@ -38,7 +39,7 @@ func BenchmarkAllocator_MallocFree(b *testing.B) {
 //	go test -run '^$' -bench Shared -count 6 ./extent | benchstat -col /impl -
 func BenchmarkShared_MallocFree(b *testing.B) {
 	for _, n := range benchSizes {
-		name := "size=" + memkit.FormatBytes(uint64(n))
+		name := "size=" + stats.FormatBytes(uint64(n))
 		b.Run(name+"/mode=serial/impl=memkit", func(b *testing.B) {
 			s, _ := extent.NewShared()
 			b.ReportAllocs()

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/offheap"
 )
@@ -160,6 +161,7 @@ func (a *Allocator) addBlock(mem []byte, fallback bool) int32 {
 	if a.blockHook != nil {
 		a.blockHook(b.base, b.end(), true)
 	}
+	owned.Add(mem, "extent", !a.cfg.offHeap || fallback)
 	return id
 }
 
@@ -189,6 +191,7 @@ func (a *Allocator) dropBlock(id, x int32) {
 	if a.blockHook != nil {
 		a.blockHook(blk.base, blk.end(), false)
 	}
+	owned.Remove(blk.mem, "extent")
 	a.blocks[id] = block{}
 	a.freeIDs = append(a.freeIDs, id)
 	if a.hint == id {

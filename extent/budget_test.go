@@ -79,21 +79,15 @@ func TestNew_BudgetRules(t *testing.T) {
 	}
 }
 
-// The old names keep working: WithMaxTotal(0) is no limit, WithMaxTotal(n)
-// is WithBudget(n), and ErrNoSpace is ErrBudget, a budget error of the
-// shared kind, not the fixed-region kind.
-func TestDeprecatedBudgetNames(t *testing.T) {
-	a := mustNew(t, extent.WithBlockSize(4096), extent.WithMaxTotal(0))
-	for range 4 {
-		if _, err := a.TryMalloc(4000); err != nil {
-			t.Fatalf("WithMaxTotal(0) limited the allocator: %v", err)
-		}
-	}
-	a = mustNew(t, extent.WithBlockSize(4096), extent.WithMaxTotal(4096))
+// TryMalloc past the budget returns ErrBudget itself, which says what
+// happened and is a budget error of the shared kind, not the fixed-region
+// kind (buddy's ErrNoSpace).
+func TestTryMalloc_ErrBudgetIsOfTheBudgetKind(t *testing.T) {
+	a := mustNew(t, extent.WithBlockSize(4096), extent.WithBudget(4096))
 	a.Malloc(4000)
 	_, err := a.TryMalloc(4000)
-	if err != extent.ErrBudget || extent.ErrNoSpace != extent.ErrBudget {
-		t.Fatalf("TryMalloc past WithMaxTotal: %v; want ErrBudget, the same value as ErrNoSpace", err)
+	if err != extent.ErrBudget {
+		t.Fatalf("TryMalloc past WithBudget: %v; want ErrBudget", err)
 	}
 	if err.Error() != "memkit/extent: no free range fits and a new block would pass the WithBudget limit" {
 		t.Fatalf("ErrBudget says %q", err)

@@ -113,8 +113,6 @@
 // function when the bytes reserved cross a threshold, up and down, for
 // load shedding; it is evaluated only when a block is reserved or given
 // back, so Malloc and Free served from the free ranges pay nothing for it.
-// (WithMaxTotal and ErrNoSpace are the deprecated old names of WithBudget
-// and ErrBudget.)
 //
 // # Misuse
 //
@@ -164,7 +162,7 @@
 //
 // Built with -tags memkitdebug, the allocator also records every
 // allocation and reports each misuse it finds by panicking with a
-// *checked.Misuse (its Error names the allocator, the operation and the
+// *memkit.Misuse (its Error names the allocator, the operation and the
 // mistake, then the stack that allocated the memory and, for memory freed
 // before, the stack that freed it):
 //

@@ -13,14 +13,6 @@ import (
 // errors.Is matches it with the ErrBudget of every memkit package.
 var ErrBudget error = budget.NewErrBudget("extent", "no free range fits and a new block would pass the WithBudget limit")
 
-// ErrNoSpace is the old name of [ErrBudget], and the same value: what
-// TryMalloc returns past the budget (which was called MaxTotal). It is not
-// the ErrNoSpace of the packages with a fixed region (buddy): errors.Is
-// does not match it with theirs.
-//
-// Deprecated: use ErrBudget.
-var ErrNoSpace = ErrBudget
-
 // tooLargeError is TryMalloc's error for n bytes the system cannot provide
 // at all (see internal/sysmem). errors.Is matches it with ErrBudget (and
 // so with every package's ErrBudget), the budget being the machine's.

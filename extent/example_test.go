@@ -7,6 +7,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/stats"
 )
 
 func Example() {
@@ -84,7 +85,7 @@ func ExampleAllocator_Borrow() {
 	var s memkit.Stats
 	a.PublishStats() // figures as of now, for ReadStats on any goroutine
 	a.ReadStats(&s)
-	fmt.Println("allocs", s.Allocs, "in use", memkit.FormatBytes(s.InUseBytes)) // one 64 KiB chunk, reused
+	fmt.Println("allocs", s.Allocs, "in use", stats.FormatBytes(s.InUseBytes)) // one 64 KiB chunk, reused
 	// Output: allocs 0 in use 64KiB
 }
 
@@ -192,7 +193,7 @@ func ExampleWithBudgetAlert() {
 		extent.WithBlockSize(64<<10),
 		extent.WithBudget(256<<10),
 		extent.WithBudgetAlert(128<<10, func(used int64, above bool) {
-			fmt.Println("reserved", memkit.FormatBytes(uint64(used)), "above", above)
+			fmt.Println("reserved", stats.FormatBytes(uint64(used)), "above", above)
 		}),
 	)
 	var bufs [][]byte

@@ -14,10 +14,6 @@ type Option func(*config)
 const (
 	DefaultBlockSize = 1 << 20
 	DefaultGrowth    = 1.0
-	// DefaultMaxTotal is the default budget: none.
-	//
-	// Deprecated: leave [WithBudget] out for no budget.
-	DefaultMaxTotal = 0
 	// DefaultBorrowChunk is the size of the chunks Borrow carves from.
 	DefaultBorrowChunk = 64 << 10
 )
@@ -83,17 +79,6 @@ func WithGrowth(f float64) Option { return func(c *config) { c.growth = f } }
 // TryMalloc returns [ErrBudget], leaving the allocator unchanged but for
 // Stats.Failures.
 func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
-
-// WithMaxTotal is the old name of [WithBudget], but that WithMaxTotal(0)
-// still means no limit.
-//
-// Deprecated: use WithBudget, and leave it out for no limit.
-func WithMaxTotal(n int64) Option {
-	if n == 0 {
-		return func(*config) {}
-	}
-	return WithBudget(n)
-}
 
 // WithBudgetAlert calls fn when the bytes the allocator holds — all its
 // blocks, heap fallbacks included: Stats.ReservedBytes — rise to threshold

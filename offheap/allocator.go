@@ -3,6 +3,7 @@ package offheap
 import (
 	"fmt"
 	"github.com/memkit/memkit/internal/option"
+	"github.com/memkit/memkit/internal/owned"
 	"sync"
 	"unsafe"
 
@@ -224,6 +225,7 @@ func (a *Allocator) alloc(n int, huge bool) ([]byte, error) {
 	a.live++
 	a.allocs++
 	table.mu.Unlock()
+	owned.Add(m.whole(), "offheap", false)
 	if checked.Enabled {
 		a.tr.Alloc(m.user, n, checked.SkipWithin(pkgPath))
 	}
@@ -275,6 +277,7 @@ func (a *Allocator) Free(b []byte) error {
 	a.frees++
 	table.mu.Unlock()
 	a.budget.Release(int64(m.size))
+	owned.Remove(m.whole(), "offheap")
 	var rec *checked.Record
 	if checked.Enabled {
 		// Before the unmap, while the address cannot be mapped again.

@@ -63,7 +63,7 @@
 // # Checked build
 //
 // Built with -tags memkitdebug, every Allocator (Default included) records
-// the stack of each Alloc, and a bad Free panics with a *checked.Misuse
+// the stack of each Alloc, and a bad Free panics with a *memkit.Misuse
 // whose Error names the mistake and the stacks instead of the release
 // build's single message: a double free (with the stack of the first
 // free), a moved start (a slice that starts inside a mapping: b[1:]), a

@@ -44,7 +44,7 @@
 //
 // Built with the memkitdebug tag (go test -tags memkitdebug ./...), a ring
 // checks its lent slots and reports each mistake with a panic whose value
-// is an error (memkit's checked.Misuse) naming the operation and the
+// is an error (a *memkit.Misuse) naming the operation and the
 // mistake, with the stacks of the slot's lend and, where it was handed
 // back, of its Commit or Release:
 //

@@ -69,7 +69,7 @@
 //
 // Built with the memkitdebug tag (go test -tags memkitdebug ./...), the
 // arenas report each mistake below with a panic whose value is an error
-// (memkit's checked.Misuse) that names the operation and the mistake and
+// (a *memkit.Misuse) that names the operation and the mistake and
 // prints the stack of the chunk's allocation and, where it was freed, of
 // its first free; in a release build the same mistakes panic with the
 // strings above, or go unnoticed where noted:

@@ -10,7 +10,7 @@ import (
 )
 
 // This example prints the release build's panic; the checked build
-// (-tags memkitdebug) panics with a *checked.Misuse that adds the stacks of
+// (-tags memkitdebug) panics with a *memkit.Misuse that adds the stacks of
 // the allocation and the free.
 
 // The seed's list of Locs: pointer-free handles to ten records, resolved

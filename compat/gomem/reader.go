@@ -13,15 +13,27 @@ import (
 //
 // A MemoryReader is not safe for concurrent use. Create it with
 // Memory.NewReader or NewReadableBuffersFromBytes and call its methods on an
-// addressable variable. A copy starts a new reader at the copy's position,
-// at the cost of a skip over the buffers before it. Calls never allocate but
-// for ReadBytes of bytes that span buffers; the first call binds the reader
-// to its variable, which then lives on the heap: one allocation per reader
-// (two from NewReadableBuffersFromBytes, which makes its Memory too), where
+// addressable variable. A copy reads on from the copy's position,
+// independently. ReadByte and LEB128Unmarshal within a buffer read the
+// buffer in place (a bounds check, a load and two adds: what buffer.Reader
+// costs); every other call is buffer.Reader's, after a catch-up of its
+// position. Calls never allocate but for ReadBytes of bytes that span
+// buffers; the first call that needs the buffer.Reader binds the reader to
+// its variable, which then lives on the heap: one allocation per reader (two
+// from NewReadableBuffersFromBytes, which makes its Memory too), where
 // gomem's allocated on most calls.
 type MemoryReader struct {
 	*Memory
 	Length int // bytes left to read
+
+	// The cursor of ReadByte and LEB128Unmarshal: buf is the buffer being
+	// read, whole, Buffers[next-1] (nil before the first, next == 0), which
+	// starts start bytes into the Memory; pos is the bytes of it read. Every
+	// call keeps start+pos == Size-Length (sync moves the cursor after a call
+	// of the buffer.Reader).
+	buf         []byte
+	pos         int
+	next, start int
 
 	s     buffer.Slice
 	rd    buffer.Reader
@@ -38,21 +50,46 @@ func NewReadableBuffersFromBytes(b ...[]byte) MemoryReader {
 	return m.NewReader()
 }
 
-// r returns the buffer.Reader, positioned Size-Length bytes in.
+// r returns the buffer.Reader, positioned Size-Length bytes in (the
+// cursor moves without it): the caller moves the position with it, then
+// calls sync.
 func (r *MemoryReader) r() *buffer.Reader {
 	if r.bound != &r.s {
 		r.s = r.Memory.Slice()
 		r.rd = r.s.NewReader()
-		r.rd.Skip(r.Size - r.Length)
 		r.bound = &r.s
+	}
+	if d := r.Offset() - r.rd.Offset(); d > 0 {
+		r.rd.Skip(d)
+	} else if d < 0 {
+		r.rd.Unread(-d)
 	}
 	return &r.rd
 }
 
-// sync updates Length after a call and passes its error through.
+// sync updates Length and the cursor after a call of the buffer.Reader and
+// passes its error through.
 func (r *MemoryReader) sync(err error) error {
 	r.Length = r.rd.Remaining()
+	r.seek()
 	return err
+}
+
+// seek moves the cursor to the position, Size-Length, walking the buffers
+// from where it is.
+func (r *MemoryReader) seek() {
+	off := r.Offset()
+	for r.next > 1 && off < r.start {
+		r.next--
+		r.buf = r.Buffers[r.next-1]
+		r.start -= len(r.buf)
+	}
+	for off >= r.start+len(r.buf) && r.next < len(r.Buffers) {
+		r.start += len(r.buf)
+		r.buf = r.Buffers[r.next]
+		r.next++
+	}
+	r.pos = off - r.start
 }
 
 // Offset returns the bytes read so far.
@@ -60,14 +97,21 @@ func (r *MemoryReader) Offset() int { return r.Size - r.Length }
 
 // GetCurrent returns the unread part of the current buffer (a view).
 func (r *MemoryReader) GetCurrent() []byte {
-	off := r.Offset()
-	for _, b := range r.Buffers {
-		if off < len(b) {
-			return b[off:]
+	for r.pos >= len(r.buf) {
+		if r.next >= len(r.Buffers) {
+			return nil
 		}
-		off -= len(b)
+		r.advance()
 	}
-	return nil
+	return r.buf[r.pos:]
+}
+
+// advance moves the cursor to the start of the next buffer.
+func (r *MemoryReader) advance() {
+	r.start += len(r.buf)
+	r.buf = r.Buffers[r.next]
+	r.next++
+	r.pos = 0
 }
 
 // MoveToEnd skips every byte left.
@@ -81,8 +125,21 @@ func (r *MemoryReader) Read(buf []byte) (int, error) {
 
 // ReadByte reads one byte.
 func (r *MemoryReader) ReadByte() (byte, error) {
-	b, err := r.r().ReadByte()
-	return b, r.sync(err)
+	// The move to the next buffer is written out rather than called (as
+	// advance), so that ReadByte stays within the inlining budget.
+	for r.pos >= len(r.buf) {
+		if r.next >= len(r.Buffers) {
+			return 0, io.EOF
+		}
+		r.start += len(r.buf)
+		r.buf = r.Buffers[r.next]
+		r.next++
+		r.pos = 0
+	}
+	c := r.buf[r.pos]
+	r.pos++
+	r.Length--
+	return c, nil
 }
 
 // ReadByteTo reads a byte into each of b in turn.
@@ -104,18 +161,45 @@ func (r *MemoryReader) ReadByteMask(mask byte) (byte, error) {
 }
 
 // LEB128Unmarshal reads an unsigned LEB128 number (at most 8 bytes, as AV1
-// codes sizes) and returns it and the bytes it took.
+// codes sizes) and returns it and the bytes it took. Past the end it returns
+// io.EOF (no byte left) or io.ErrUnexpectedEOF and does not move.
 func (r *MemoryReader) LEB128Unmarshal() (uint, int, error) {
+	if len(r.buf)-r.pos >= 8 {
+		var v uint
+		for i, c := range r.buf[r.pos : r.pos+8] {
+			v |= uint(c&0x7f) << (7 * i)
+			if c < 0x80 {
+				r.pos += i + 1
+				r.Length -= i + 1
+				return v, i + 1, nil
+			}
+		}
+		r.pos += 8
+		r.Length -= 8
+		return v, 8, nil
+	}
+	return r.leb128Slow()
+}
+
+// leb128Slow is LEB128Unmarshal near the end of a buffer: buffer.Reader's
+// LEB128, whose rule is the same.
+func (r *MemoryReader) leb128Slow() (uint, int, error) {
 	v, n, err := r.r().LEB128()
 	return uint(v), n, r.sync(err)
 }
 
 // Skip advances n bytes; if fewer remain it does not move and returns
-// io.EOF or io.ErrUnexpectedEOF.
-func (r *MemoryReader) Skip(n int) error { return r.sync(r.r().Skip(n)) }
+// io.EOF or io.ErrUnexpectedEOF. n <= 0 does nothing, as in gomem.
+func (r *MemoryReader) Skip(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	return r.sync(r.r().Skip(n))
+}
 
 // Unread steps back n bytes. Stepping back past the start panics with
-// "memkit/gomem: Unread past the start", as gomem's failed too.
+// "memkit/gomem: Unread past the start", as gomem's failed too, and a
+// negative n with "memkit/buffer: negative read count".
 func (r *MemoryReader) Unread(n int) {
 	if err := r.r().Unread(n); err != nil {
 		panic("memkit/gomem: Unread past the start")
@@ -124,16 +208,23 @@ func (r *MemoryReader) Unread(n int) {
 }
 
 // ReadBytes reads the next n bytes: a view when they lie in one buffer, a
-// new slice when they span buffers.
+// new slice when they span buffers. An n past the bytes left returns io.EOF
+// or io.ErrUnexpectedEOF having allocated nothing (a length read from the
+// stream cannot make it allocate more than the stream holds); a negative n
+// panics with "memkit/buffer: negative read count" (gomem's make panicked).
 func (r *MemoryReader) ReadBytes(n int) ([]byte, error) {
 	b, err := r.r().ReadBytes(n)
 	return b, r.sync(err)
 }
 
-// ReadBE reads an n-byte big-endian unsigned integer, 1 <= n <= 4.
+// ReadBE reads an n-byte big-endian unsigned integer, n <= 4 (n <= 0
+// reads nothing and returns 0, as in gomem).
 func (r *MemoryReader) ReadBE(n int) (uint32, error) {
 	if n > 4 {
 		return 0, errBE
+	}
+	if n <= 0 {
+		return 0, nil
 	}
 	v, err := r.r().UintBE(n)
 	return uint32(v), r.sync(err)
@@ -152,8 +243,16 @@ func (r *MemoryReader) Range(yield func([]byte)) {
 	r.sync(nil)
 }
 
-// RangeN is Range over the next n bytes (all that remain if fewer).
+// RangeN is Range over the next n bytes (all that remain if fewer; none
+// if n <= 0).
 func (r *MemoryReader) RangeN(n int, yield func([]byte)) {
+	if n <= 0 {
+		return
+	}
+	if yield == nil { // gomem's skips
+		r.Skip(min(n, r.Length))
+		return
+	}
 	r.r().RangeN(min(n, r.Length), func(b []byte) bool { yield(b); return true })
 	r.sync(nil)
 }
@@ -171,6 +270,7 @@ func (r *MemoryReader) ClipFront(yield func([]byte) bool) {
 	rd.ClipFront(f)
 	r.Buffers = r.Buffers[before-r.s.Count():] // the Slice shares the list
 	r.Size = r.s.Len()
+	r.buf, r.pos, r.next, r.start = nil, 0, 0, 0
 	r.sync(nil)
 }
 
