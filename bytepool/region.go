@@ -9,8 +9,8 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
-	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/internal/owned"
+	"github.com/memkit/memkit/internal/shard"
 )
 
 // slabShift fixes a Bounded pool's slab at 64 KiB: small enough that every
@@ -106,7 +106,7 @@ func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region,
 	r.base = uintptr(r.start)
 	for i := range r.slabs {
 		r.slabs[i].class.Store(-1)
-	owned.Add(r.mem, "a Bounded bytepool", true)
+		owned.Add(r.mem, "a Bounded bytepool", true)
 	}
 	for c, size := range sizes {
 		ci := &r.classes[c]
