@@ -104,9 +104,9 @@ func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region,
 	}
 	r.start = unsafe.Pointer(unsafe.SliceData(r.mem))
 	r.base = uintptr(r.start)
+	owned.Add(r.mem, "a Bounded bytepool", true)
 	for i := range r.slabs {
 		r.slabs[i].class.Store(-1)
-		owned.Add(r.mem, "a Bounded bytepool", true)
 	}
 	for c, size := range sizes {
 		ci := &r.classes[c]
