@@ -5,6 +5,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/offheap"
 )
 
@@ -413,6 +414,7 @@ func (a *Allocator) Close() {
 		if a.blockHook != nil {
 			a.blockHook(blk.base, blk.end(), false)
 		}
+		owned.Remove(blk.mem, "extent") // as dropBlock does
 		if a.cfg.offHeap && !blk.fallback {
 			_ = offheap.Free(blk.mem)
 		}
