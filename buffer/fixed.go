@@ -43,7 +43,9 @@ import (
 // what it holds across two GCs: a buffer whose ticket is dropped comes
 // back to the pool through a cleanup after that GC (one 16-byte ticket
 // made again on its next Checkout), so until then a Checkout may miss it
-// and count a miss.
+// and count a miss. A Checkout may also miss while one buffer per other P
+// is idle: the one a P's sync.Pool keeps in its private slot, which only
+// that P's goroutines reach.
 //
 // A Close checks the buffer is out through this header (see "Late use"):
 // a second Close returns [ErrClosed]. Two Closes of one buffer made by two

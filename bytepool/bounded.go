@@ -20,7 +20,9 @@ import (
 // drops at a GC is collected, and a cleanup puts its buffer on the class's
 // spare list, so a buffer idle across two GCs costs a ticket made again,
 // and until the cleanup has run a Get may fall back to the heap (counted)
-// although the region has an idle buffer.
+// although the region has an idle buffer. So may a Get while one buffer
+// of the class per other P is idle: the one a P's sync.Pool keeps in its
+// private slot, which only that P's goroutines reach.
 
 // newBounded sets p up as a Bounded pool: its region.
 func (p *Pool) newBounded(cfg *config) error {

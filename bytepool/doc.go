@@ -61,7 +61,9 @@
 // instruction. A ticket the sync.Pool drops at a GC is collected, and a
 // cleanup gives its buffer back to the class, so a buffer idle through two
 // GCs costs a ticket made again (one allocation), and a Get may fall back
-// to the heap (counted) until that GC's cleanups have run. A buffer costs
+// to the heap (counted) until that GC's cleanups have run, or while one
+// buffer of the class per other P is idle in that P's private sync.Pool
+// slot. A buffer costs
 // its ticket, the runtime's record of the ticket's cleanup and a 16-byte
 // slot, on the Go heap: about 60 bytes, whatever its size.
 //
