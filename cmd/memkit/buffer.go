@@ -565,25 +565,23 @@ func init() {
 			run: func(b *testing.B) { bufferJSON(b, im) }})
 	}
 	w := "BufferCheckout/size=" + sizeName(fixedSize)
+	// memkit-16 and memkit-1024 are pools of 16 and 1024 buffers beside
+	// memkit's 64: issue 23's scaling check, serial and on every P.
 	register(
 		bench{workload: w, impl: "memkit", run: fixedCheckout},
+		bench{workload: w, impl: "memkit-16", run: func(b *testing.B) { fixedCheckoutN(b, 16) }},
+		bench{workload: w, impl: "memkit-1024", run: func(b *testing.B) { fixedCheckoutN(b, 1024) }},
 		bench{workload: w, impl: "chan", run: chanCheckout},
 		bench{workload: w, impl: "syncpool", run: syncPoolCheckout},
 	)
 	w = "BufferCheckoutParallel/size=" + sizeName(fixedSize)
 	register(
 		bench{workload: w, impl: "memkit", run: fixedCheckoutParallel},
+		bench{workload: w, impl: "memkit-16", run: func(b *testing.B) { fixedCheckoutParallelN(b, 16) }},
+		bench{workload: w, impl: "memkit-1024", run: func(b *testing.B) { fixedCheckoutParallelN(b, 1024) }},
 		bench{workload: w, impl: "chan", run: chanCheckoutParallel},
 		bench{workload: w, impl: "syncpool", run: syncPoolCheckoutParallel},
 	)
-	// Issue 23's scaling check: the pool of 16 and of 1024 buffers, serial
-	// and on every P (the 64 of the rows above is the third).
-	for _, count := range []int{16, 1024} {
-		w := "BufferCheckout/count=" + strconv.Itoa(count) + "/size=" + sizeName(fixedSize)
-		register(bench{workload: w, impl: "memkit", run: func(b *testing.B) { fixedCheckoutN(b, count) }})
-		w = "BufferCheckoutParallel/count=" + strconv.Itoa(count) + "/size=" + sizeName(fixedSize)
-		register(bench{workload: w, impl: "memkit", run: func(b *testing.B) { fixedCheckoutParallelN(b, count) }})
-	}
 	w = "BufferGetWriteFree/size=1000B"
 	register(
 		bench{workload: w, impl: "memkit", run: bufferGetWriteFree},
