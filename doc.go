@@ -17,12 +17,14 @@
 //	package   what                                     goroutine-safe     zeroed        memory
 //	bytepool  size-class []byte pool, per-goroutine     Pool yes,          WithZeroing   Go heap
 //	          Cache, Elastic and Bounded policies       Cache no
-//	slab      refcounted chunks, Loc handles, chains,   Arena no,          no            Go heap or any malloc
-//	          typed views for pointer-free records      Shared yes                       (off-heap)
+//	slab      refcounted chunks, Loc handles, chains,   Arena no,          no            Go heap, WithOffHeap
+//	          typed views for pointer-free records      Shared yes                       or any WithMalloc
 //	ringbuf   ring of fixed-size slots                  yes                no            Go heap or given memory
 //	extent    exact-size ranges, partial free, Borrow   Allocator no,      no            Go heap or off-heap
 //	                                                    Shared yes
 //	buddy     buddy allocator over one region           no                 no            Go heap or off-heap
+//	kv        byte map whose entries and index the GC   yes                no            off-heap
+//	          never scans: Set, Get, View, Delete, Range
 //	offheap   mmap'd memory outside the Go heap         yes                yes           off-heap
 //	arena     GC-safe typed arenas: New[T], MakeSlice,  Arena, Typed no;   yes           Go heap, typed chunks
 //	          Append, Reset; Typed[T]; Pool             Pool yes

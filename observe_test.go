@@ -1,12 +1,15 @@
 package memkit_test
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/arena"
@@ -14,6 +17,7 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/kv"
 	"github.com/memkit/memkit/slab"
 )
 
@@ -87,6 +91,25 @@ func TestObserve_ScrapingWhileTheOwnerWorks(t *testing.T) {
 			a, err := extent.NewShared()
 			must(t, err)
 			return a, a.Malloc, a.Free
+		}},
+		{"kv", func(t *testing.T) (memkit.StatsSource, func(int) []byte, func([]byte)) {
+			// A block is an entry: stored when handed out and again with
+			// the model's pattern when freed, read back, then deleted.
+			m, err := kv.New(kv.WithShards(4))
+			must(t, err)
+			t.Cleanup(func() { m.Close() })
+			key := func(b []byte) []byte { return fmt.Appendf(nil, "%p", unsafe.SliceData(b)) }
+			return m, func(n int) []byte {
+					b := make([]byte, n)
+					must(t, m.Set(key(b), b))
+					return b
+				}, func(b []byte) {
+					must(t, m.Set(key(b), b))
+					if got, ok := m.Get(nil, key(b)); !ok || !bytes.Equal(got, b) {
+						t.Fatalf("entry %s does not read back", key(b))
+					}
+					m.Delete(key(b))
+				}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/memkit/memkit/buffer"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/extent"
+	"github.com/memkit/memkit/kv"
 	"github.com/memkit/memkit/prom"
 	"github.com/memkit/memkit/ringbuf"
 	"github.com/memkit/memkit/slab"
@@ -56,10 +57,14 @@ func TestCollector_EveryAllocator(t *testing.T) {
 	must(err)
 	bd.Alloc(100)
 	bd.PublishStats() // the owner publishes its counts; ReadStats reads what was published
+	km, err := kv.New()
+	must(err)
+	defer km.Close()
+	must(km.Set([]byte("key"), []byte("value")))
 
 	sources := map[string]memkit.StatsSource{
 		"bytepool": pool, "slab": sl, "ringbuf": ring, "arena": ar, "arena_pool": ap,
-		"buffer": bp, "fixedpool": fixed, "extent": ex, "buddy": bd,
+		"buffer": bp, "fixedpool": fixed, "extent": ex, "buddy": bd, "kv": km,
 	}
 	reg := prometheus.NewPedanticRegistry()
 	for name, src := range sources {

@@ -19,7 +19,7 @@ func TestDemo_PrometheusScrapes(t *testing.T) {
 	var stdout, stderr e2e.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(&stdout, &stderr, []string{"demo", "--duration", "24s", "--rate", "500", "--conns", "4", "--listen", listen})
+		done <- run(&stdout, &stderr, []string{"demo", "ingest", "--duration", "24s", "--rate", "500", "--conns", "4", "--listen", listen})
 	}()
 	// The demo prints its addresses once /metrics is being served.
 	deadline := time.Now().Add(20 * time.Second)

@@ -85,41 +85,55 @@ type loadResult struct {
 	requests   uint64
 	mismatches uint64 // responses that differ from the expected bytes
 	errors     uint64
+	misses     uint64 // the key-value demo's GETs answered 404
+	missed     uint64 // requests due in the run and never sent (the sender gave up)
 	firstErr   error
 	elapsed    time.Duration
 	lat        latencyHist
 }
 
 // drive sends requests to addr at rate requests per second, spread over
-// conns keep-alive connections, for d or until limit requests have been
-// answered (0: no limit). Request i on a connection is reqs[i%len(reqs)]
-// and its response body must equal want[i%len(want)].
+// conns keep-alive connections, open loop (see openLoop), for d or until
+// limit requests have been answered (0: no limit). Request i on a
+// connection is reqs[i%len(reqs)] and its response body must equal
+// want[i%len(want)].
 func drive(addr string, rate, conns int, d time.Duration, limit int, reqs, want [][]byte) *loadResult {
-	per := make([]*loadResult, conns)
+	return openLoop(realClock{}, rate, conns, d, func(c int, sched *schedule, r *loadResult) error {
+		// Connection c sends its share of limit: limit/conns, and one
+		// more for the first limit%conns connections.
+		share := 0
+		if limit > 0 {
+			share = limit / conns
+			if c < limit%conns {
+				share++
+			}
+			if share == 0 {
+				return nil
+			}
+		}
+		return runConn(addr, sched, share, c, reqs, want, r)
+	})
+}
+
+// openLoop runs conn for each of conns senders at rate operations per
+// second in all, each on its own timetable (schedule) kept with clk, staggered across one
+// interval, and adds up what they saw. Each latency is measured from the
+// operation's due time, so a service that falls behind shows it in its
+// percentiles and in the rate it reached instead of slowing the senders
+// down. Operations still unsent d after the end are counted in missed.
+func openLoop(clk clock, rate, conns int, d time.Duration, conn func(c int, sched *schedule, r *loadResult) error) *loadResult {
+	per := make([]loadResult, conns)
 	var wg sync.WaitGroup
 	start := time.Now()
 	interval := time.Duration(float64(time.Second) * float64(conns) / float64(rate))
-	for c := range conns {
-		r := new(loadResult)
-		per[c] = r
+	for c := range per {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Stagger the connections across one interval.
-			offset := interval * time.Duration(c) / time.Duration(conns)
-			// Connection c sends its share of limit: limit/conns, and one
-			// more for the first limit%conns connections.
-			share := 0
-			if limit > 0 {
-				share = limit / conns
-				if c < limit%conns {
-					share++
-				}
-				if share == 0 {
-					return
-				}
-			}
-			r.firstErr = runConn(addr, start.Add(offset), interval, start.Add(d), share, c, reqs, want, r)
+			r := &per[c]
+			sched := newSchedule(clk, start.Add(interval*time.Duration(c)/time.Duration(conns)), interval, start.Add(d), d)
+			r.firstErr = conn(c, sched, r)
+			r.missed = sched.missed
 			if r.firstErr != nil {
 				r.errors++
 			}
@@ -127,10 +141,13 @@ func drive(addr string, rate, conns int, d time.Duration, limit int, reqs, want 
 	}
 	wg.Wait()
 	total := &loadResult{elapsed: time.Since(start)}
-	for _, r := range per {
+	for i := range per {
+		r := &per[i]
 		total.requests += r.requests
 		total.mismatches += r.mismatches
+		total.misses += r.misses
 		total.errors += r.errors
+		total.missed += r.missed
 		if total.firstErr == nil {
 			total.firstErr = r.firstErr
 		}
@@ -139,9 +156,8 @@ func drive(addr string, rate, conns int, d time.Duration, limit int, reqs, want 
 	return total
 }
 
-// runConn is one connection's loop: send on schedule, read, compare.
-func runConn(addr string, next time.Time, interval time.Duration, end time.Time,
-	limit, id int, reqs, want [][]byte, r *loadResult) error {
+// runConn is one connection's loop: send when due, read, compare.
+func runConn(addr string, sched *schedule, limit, id int, reqs, want [][]byte, r *loadResult) error {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return err
@@ -149,16 +165,12 @@ func runConn(addr string, next time.Time, interval time.Duration, end time.Time,
 	defer conn.Close()
 	br := bufio.NewReaderSize(conn, 64<<10)
 	body := make([]byte, 0, 64<<10)
-	for i := id; ; i++ {
-		if wait := time.Until(next); wait > 0 {
-			time.Sleep(wait)
-		}
-		if !time.Now().Before(end) || (limit > 0 && r.requests >= uint64(limit)) {
+	for i := id; limit == 0 || r.requests < uint64(limit); i++ {
+		due, ok := sched.wait()
+		if !ok {
 			return nil
 		}
-		next = next.Add(interval)
 		k := i % len(reqs)
-		sent := time.Now()
 		if _, err := conn.Write(reqs[k]); err != nil {
 			return err
 		}
@@ -166,31 +178,47 @@ func runConn(addr string, next time.Time, interval time.Duration, end time.Time,
 		if err != nil {
 			return err
 		}
-		r.lat.record(time.Since(sent))
+		r.lat.record(time.Since(due))
 		r.requests++
 		if !bytes.Equal(body, want[k]) {
 			r.mismatches++
 		}
 	}
+	return nil
 }
 
 var errBadResponse = errors.New("demo: malformed HTTP response")
 
-// readResponse reads one HTTP/1.1 response with a Content-Length body and
-// appends the body to buf. It allocates nothing once buf is large enough.
+// readResponse reads one HTTP/1.1 200 response with a Content-Length body
+// and appends the body to buf; any other status is an error. It allocates
+// nothing once buf is large enough.
 func readResponse(br *bufio.Reader, buf []byte) ([]byte, error) {
+	buf, code, err := readStatusResponse(br, buf)
+	if err == nil && code != 200 {
+		err = fmt.Errorf("demo: response status %d", code)
+	}
+	return buf, err
+}
+
+// readStatusResponse is readResponse for any status: it returns the status
+// code beside the body.
+func readStatusResponse(br *bufio.Reader, buf []byte) ([]byte, int, error) {
 	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return buf, err
+		return buf, 0, err
 	}
-	if !bytes.HasPrefix(line, []byte("HTTP/1.1 200 ")) {
-		return buf, fmt.Errorf("demo: response %q", bytes.TrimSpace(line))
+	if len(line) < 13 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return buf, 0, fmt.Errorf("demo: response %q", bytes.TrimSpace(line))
+	}
+	code, ok := parseInt(line[9:12])
+	if !ok {
+		return buf, 0, fmt.Errorf("demo: response %q", bytes.TrimSpace(line))
 	}
 	n := -1
 	for {
 		line, err = br.ReadSlice('\n')
 		if err != nil {
-			return buf, err
+			return buf, 0, err
 		}
 		if len(line) <= 2 { // the blank line ending the headers
 			break
@@ -200,14 +228,17 @@ func readResponse(br *bufio.Reader, buf []byte) ([]byte, error) {
 			n = 0
 			for _, c := range bytes.TrimSpace(line[len(cl):]) {
 				if c < '0' || c > '9' {
-					return buf, errBadResponse
+					return buf, 0, errBadResponse
 				}
 				n = n*10 + int(c-'0')
 			}
 		}
 	}
 	if n < 0 {
-		return buf, errBadResponse
+		if code != 200 {
+			return buf, int(code), nil // an error status without a body
+		}
+		return buf, 0, errBadResponse
 	}
 	start := len(buf)
 	if cap(buf)-start < n {
@@ -216,7 +247,7 @@ func readResponse(br *bufio.Reader, buf []byte) ([]byte, error) {
 		buf = buf[:start+n]
 	}
 	_, err = ioReadFull(br, buf[start:])
-	return buf, err
+	return buf, int(code), err
 }
 
 func ioReadFull(br *bufio.Reader, p []byte) (int, error) {

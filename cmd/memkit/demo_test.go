@@ -21,7 +21,7 @@ func TestDemo_JSON(t *testing.T) {
 		t.Skip("runs the demo for seconds")
 	}
 	var out, errOut bytes.Buffer
-	err := run(&out, &errOut, []string{"demo", "--duration", "4s", "--rate", "400", "--conns", "4", "--json"})
+	err := run(&out, &errOut, []string{"demo", "ingest", "--duration", "4s", "--rate", "400", "--conns", "4", "--json"})
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, errOut.String())
 	}
@@ -35,6 +35,11 @@ func TestDemo_JSON(t *testing.T) {
 		}
 		if p.Requests < 100 || p.Mismatches != 0 || p.Errors != 0 {
 			t.Errorf("%s: %d requests, %d mismatched, %d errors", p.Service, p.Requests, p.Mismatches, p.Errors)
+		}
+		// Open loop: every request due in the measured part was sent or
+		// counted as unsent, whatever the service's speed.
+		if budget := 4.0/3 - 0.8/3; float64(p.Requests+p.Unsent) < 400*budget*0.99 {
+			t.Errorf("%s: %d sent + %d unsent; want every request due in %.2fs at 400/s", p.Service, p.Requests, p.Unsent, budget)
 		}
 		if p.Measured <= 0 {
 			t.Errorf("%s: measured %vs", p.Service, p.Measured)
@@ -133,6 +138,10 @@ func TestReadResponse(t *testing.T) {
 	if _, err := readResponse(br, nil); err == nil || !strings.Contains(err.Error(), "500") {
 		t.Fatalf("a 500 gave %v", err)
 	}
+	br = bufio.NewReader(strings.NewReader("HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno\n"))
+	if b, code, err := readStatusResponse(br, nil); err != nil || code != 404 || string(b) != "no\n" {
+		t.Fatalf("readStatusResponse of a 404 = %q, %d, %v", b, code, err)
+	}
 }
 
 // TestDemo_RequestsBound checks --requests: each service's measured part
@@ -142,7 +151,7 @@ func TestDemo_RequestsBound(t *testing.T) {
 		t.Skip("runs the demo for seconds")
 	}
 	var out, errOut bytes.Buffer
-	err := run(&out, &errOut, []string{"demo", "--duration", "6s", "--rate", "400", "--conns", "3", "--requests", "301", "--json"})
+	err := run(&out, &errOut, []string{"demo", "ingest", "--duration", "6s", "--rate", "400", "--conns", "3", "--requests", "301", "--json"})
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, errOut.String())
 	}
@@ -160,7 +169,7 @@ func TestDemo_RequestsBound(t *testing.T) {
 			t.Errorf("%s: %.1f requests/s; want requests / measured time", p.Service, p.RequestsPerSec)
 		}
 	}
-	if err := run(&out, &errOut, []string{"demo", "--requests", "-1"}); err == nil {
+	if err := run(&out, &errOut, []string{"demo", "ingest", "--requests", "-1"}); err == nil {
 		t.Fatal("--requests -1 accepted")
 	}
 }
@@ -200,6 +209,7 @@ func TestPrintDemo(t *testing.T) {
 		"p50 latency 150µs 150µs 150µs 1.00 1.00",
 		"p99.9 latency 1.5ms",
 		"Too short for GC figures: memkit (2) saw fewer than 10 GC cycles",
+		"memkit demo ingest: where careful code ties.",
 	} {
 		if !strings.Contains(squeeze(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -208,8 +218,14 @@ func TestPrintDemo(t *testing.T) {
 	rep.Memkit = ph("memkit", 12, 1<<20)
 	b.Reset()
 	printDemo(&b, &rep)
-	if strings.Contains(b.String(), "Too short") {
-		t.Errorf("warned with every phase at 10 or more GC cycles:\n%s", b.String())
+	if strings.Contains(b.String(), "Too short") || strings.Contains(b.String(), "WARNING") {
+		t.Errorf("warned with every phase at 10 or more GC cycles and at its rate:\n%s", b.String())
+	}
+	rep.Stdlib.Warning = rateShortfall("the service", 300, 500, 7)
+	b.Reset()
+	printDemo(&b, &rep)
+	if want := "stdlib service: WARNING: the service reached 300 of 500 operations/s and left 7 scheduled operations unsent"; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, b.String())
 	}
 }
 

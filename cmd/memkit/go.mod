@@ -3,7 +3,10 @@ module github.com/memkit/memkit/cmd/memkit
 go 1.24.0
 
 require (
+	github.com/VictoriaMetrics/fastcache v1.13.2
+	github.com/allegro/bigcache/v3 v3.1.0
 	github.com/bytedance/gopkg v0.1.4
+	github.com/dgraph-io/ristretto/v2 v2.4.2
 	github.com/libp2p/go-buffer-pool v0.1.0
 	github.com/memkit/memkit v0.1.0
 	github.com/prometheus/client_golang v1.23.2
@@ -16,6 +19,8 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/golang/snappy v1.0.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.66.1 // indirect

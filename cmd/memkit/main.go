@@ -7,9 +7,13 @@
 //	memkit bench --list    name the workloads and what each measures
 //	memkit binarytrees [-alloc gc|arena|typed] N
 //	                       run the benchmark game's binary-trees program
-//	memkit demo [flags]    run an HTTP service naive, on the standard library
-//	                       with care, and on memkit, at one request rate, and
-//	                       compare GC work, CPU and latency
+//	memkit demo [flags]    run a key-value HTTP service on a careful standard-
+//	                       library map, fastcache and kv.Map, each in its own
+//	                       process, and compare RSS, CPU, GC work and latency
+//	memkit demo ingest     the telemetry ingest service naive, on the standard
+//	                       library with care, and on memkit (they tie)
+//	memkit heap [flags]    the large-heap comparison of byte maps, one process
+//	                       per map, at GOGC=100 and under GOMEMLIMIT
 //	memkit help [command]  print the commands, or a command's flags
 //	memkit version         print the build's version, Go version and platform
 //
@@ -94,8 +98,11 @@ commands:
   bench         run the benchmarks comparing memkit with other allocators
                 (memkit bench --list names the workloads)
   binarytrees   run the benchmark game's binary-trees program with new or an arena
-  demo          run one HTTP service naive, on the standard library with care,
-                and on memkit; compare GC work, CPU and latency
+  demo          run a key-value HTTP service on a careful standard-library map,
+                fastcache and kv.Map; compare RSS, CPU, GC work and latency
+                (memkit demo ingest: the telemetry service, where careful code ties)
+  heap          fill byte maps with millions of entries, one process each, and
+                compare RSS, CPU per operation, GC cost, latency and lost keys
   help          print this, or with a command's name its flags
   version       print the version, Go version and platform
 
@@ -103,7 +110,7 @@ Run 'memkit help <command>' or 'memkit <command> -h' for a command's flags.
 `
 
 // commands are the command names run knows.
-var commands = []string{"bench", "binarytrees", "demo", "help", "version"}
+var commands = []string{"bench", "binarytrees", "demo", "heap", "help", "version"}
 
 // run is the whole command: main only calls it, so tests can run the CLI
 // like a library. It writes results to stdout and progress to stderr.
@@ -119,6 +126,12 @@ func run(stdout, stderr io.Writer, args []string) error {
 		return runBinaryTrees(stdout, stderr, args)
 	case "demo":
 		return runDemo(stdout, stderr, args)
+	case "heap":
+		return runHeap(stdout, stderr, args)
+	case heapChildCmd: // hidden: one store's process of memkit heap
+		return runHeapChild(stdout, args)
+	case kvServeCmd: // hidden: one service's process of memkit demo
+		return runKVServe(stdout, args)
 	case "version":
 		if len(args) > 0 {
 			return usagef("version takes no arguments")

@@ -135,7 +135,7 @@ func TestRun_Errors(t *testing.T) {
 		{[]string{"bench", "--frobnicate"}, "flag provided but not defined: -frobnicate (run 'memkit bench -h' for its flags)"},
 		{[]string{"demo", "--frobnicate"}, "demo: flag provided but not defined: -frobnicate (run 'memkit demo -h' for its flags)"},
 		{[]string{"binarytrees", "-x"}, "binarytrees: flag provided but not defined: -x (run 'memkit binarytrees -h' for its flags)"},
-		{[]string{"help", "frobnicate"}, `help: want one of bench, binarytrees, demo, help, version, got "frobnicate"`},
+		{[]string{"help", "frobnicate"}, `help: want one of bench, binarytrees, demo, heap, help, version, got "frobnicate"`},
 		{[]string{"bench", "--filter", "NoSuchWorkload"}, `--filter "NoSuchWorkload" matches no benchmark`},
 		{[]string{"bench", "--filter", "("}, "--filter"},
 		{[]string{"bench", "--count", "0"}, "--count 0"},

@@ -33,6 +33,8 @@ var workloadDocs = map[string]string{
 	"BufferGetWriteFree":     "get a growable buffer, write 1000 bytes, free it: buffer.Get beside bytebufferpool and sync.Pool",
 	"BufferReader":           "one read operation of buffer.Reader over 1KiB segments, beside bytes.Reader",
 	"GRPC":                   "one RPC through a real gRPC server and client on loopback, with grpcpool or gRPC's default buffer pool",
+	"KV":                     "a byte map of 64Ki entries (16-byte keys, 100-1100-byte values): Get, overwriting Set, or 9 Gets to 1 Set, on one goroutine",
+	"KVParallel":             "KV on every P at once (b.RunParallel): the map's locking under contention",
 	"GRPCGrowIdle":           "grpc-go issue 8500: responses growing 1MiB-4MiB, then idle GC cycles: GC work and heap kept, not speed",
 }
 

@@ -194,6 +194,10 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { a.Free(a.Malloc(256)) }); n != 0 {
 		t.Fatalf("Malloc+Free: %v allocs", n)
 	}
+	a.Borrow(8192)
+	if n := testing.AllocsPerRun(1000, func() { a.Borrow(8192)[0] = 1 }); n != 0 {
+		t.Fatalf("Borrow: %v allocs", n)
+	}
 	m := gomem.NewMemory(make([]byte, 1<<16))
 	r := m.NewReader()
 	r.ReadByte()

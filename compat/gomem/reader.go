@@ -14,19 +14,21 @@ import (
 // A MemoryReader is not safe for concurrent use. Create it with
 // Memory.NewReader or NewReadableBuffersFromBytes and call its methods on an
 // addressable variable. A copy reads on from the copy's position,
-// independently. ReadByte and LEB128Unmarshal within a buffer read the
-// buffer in place (a bounds check, a load and two adds: what buffer.Reader
-// costs); every other call is buffer.Reader's, after a catch-up of its
-// position. Calls never allocate but for ReadBytes of bytes that span
-// buffers; the first call that needs the buffer.Reader binds the reader to
-// its variable, which then lives on the heap: one allocation per reader (two
-// from NewReadableBuffersFromBytes, which makes its Memory too), where
-// gomem's allocated on most calls.
+// independently. ReadByte, LEB128Unmarshal, ReadBE, Read and Skip within a
+// buffer, and Range and RangeN, work on the reader's own cursor in the
+// buffers (ReadByte is a bounds check, a load and two adds, and inlines:
+// what buffer.Reader's costs); the other calls, and those across buffers,
+// are buffer.Reader's after a catch-up of its position. Calls never
+// allocate but for ReadBytes of bytes that span buffers; the first call
+// that needs the buffer.Reader binds the reader to its variable, which then
+// lives on the heap: one allocation per reader (two from
+// NewReadableBuffersFromBytes, which makes its Memory too), where gomem's
+// allocated on most calls.
 type MemoryReader struct {
 	*Memory
 	Length int // bytes left to read
 
-	// The cursor of ReadByte and LEB128Unmarshal: buf is the buffer being
+	// The cursor of the in-place reads: buf is the buffer being
 	// read, whole, Buffers[next-1] (nil before the first, next == 0), which
 	// starts start bytes into the Memory; pos is the bytes of it read. Every
 	// call keeps start+pos == Size-Length (sync moves the cursor after a call
@@ -119,6 +121,12 @@ func (r *MemoryReader) MoveToEnd() { r.Skip(r.Length) }
 
 // Read copies the next bytes into buf; io.EOF when none are left.
 func (r *MemoryReader) Read(buf []byte) (int, error) {
+	if cur := r.GetCurrent(); len(buf) <= len(cur) && len(buf) > 0 { // within the buffer
+		n := copy(buf, cur)
+		r.pos += n
+		r.Length -= n
+		return n, nil
+	}
 	n, err := r.r().Read(buf)
 	return n, r.sync(err)
 }
@@ -194,6 +202,11 @@ func (r *MemoryReader) Skip(n int) error {
 	if n <= 0 {
 		return nil
 	}
+	if n <= len(r.GetCurrent()) { // within the buffer
+		r.pos += n
+		r.Length -= n
+		return nil
+	}
 	return r.sync(r.r().Skip(n))
 }
 
@@ -226,6 +239,15 @@ func (r *MemoryReader) ReadBE(n int) (uint32, error) {
 	if n <= 0 {
 		return 0, nil
 	}
+	if cur := r.GetCurrent(); n <= len(cur) { // within the buffer
+		var v uint32
+		for _, c := range cur[:n] {
+			v = v<<8 | uint32(c)
+		}
+		r.pos += n
+		r.Length -= n
+		return v, nil
+	}
 	v, err := r.r().UintBE(n)
 	return uint32(v), r.sync(err)
 }
@@ -239,8 +261,7 @@ func (r *MemoryReader) Range(yield func([]byte)) {
 		r.MoveToEnd()
 		return
 	}
-	r.r().Range(func(b []byte) bool { yield(b); return true })
-	r.sync(nil)
+	r.RangeN(r.Length, yield)
 }
 
 // RangeN is Range over the next n bytes (all that remain if fewer; none
@@ -253,8 +274,17 @@ func (r *MemoryReader) RangeN(n int, yield func([]byte)) {
 		r.Skip(min(n, r.Length))
 		return
 	}
-	r.r().RangeN(min(n, r.Length), func(b []byte) bool { yield(b); return true })
-	r.sync(nil)
+	for n > 0 {
+		cur := r.GetCurrent()
+		if len(cur) == 0 {
+			return
+		}
+		k := min(n, len(cur))
+		r.pos += k
+		r.Length -= k
+		n -= k
+		yield(cur[:k:k])
+	}
 }
 
 // ClipFront drops what has been read from the Memory: buffers read to the

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock the test moves: Sleep advances it exactly, and work
+// advances it by what an operation takes.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time        { return c.now }
+func (c *fakeClock) Sleep(d time.Duration) { c.now = c.now.Add(d) }
+
+// TestSchedule_OpenLoop checks that a stall delays the operations behind it
+// and shows in their latencies, measured from their due times, instead of
+// pushing the schedule back (coordinated omission would report one slow
+// operation and nine fast ones); that no operation is skipped; and that a
+// sender still behind at give-up time counts what it did not send.
+func TestSchedule_OpenLoop(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	clk := &fakeClock{now: t0}
+	const iv = time.Millisecond
+	s := newSchedule(clk, t0, iv, t0.Add(20*iv), 100*iv)
+	var lats []time.Duration
+	for k := 0; ; k++ {
+		due, ok := s.wait()
+		if !ok {
+			break
+		}
+		if want := t0.Add(time.Duration(k) * iv); !due.Equal(want) {
+			t.Fatalf("op %d due at %v; want %v", k, due.Sub(t0), want.Sub(t0))
+		}
+		work := iv / 10
+		if k == 5 {
+			work = 10 * iv // a stall: ops 6..14 become due meanwhile
+		}
+		clk.now = clk.now.Add(work)
+		lats = append(lats, clk.now.Sub(due))
+	}
+	if len(lats) != 20 || s.missed != 0 {
+		t.Fatalf("%d ops sent, %d missed; want 20 and 0", len(lats), s.missed)
+	}
+	// Op 6 was due at 6ms and ran from 15ms, when the stall ended.
+	if want := 9*iv + iv/10; lats[6] != want {
+		t.Errorf("op 6 latency %v; want %v (from its due time)", lats[6], want)
+	}
+	if lats[4] != iv/10 || lats[19] != iv/10 {
+		t.Errorf("latencies before and long after the stall %v, %v; want %v", lats[4], lats[19], iv/10)
+	}
+
+	// A sender 50 ops behind at give-up time stops and counts the rest.
+	clk.now = t0
+	s = newSchedule(clk, t0, iv, t0.Add(100*iv), 10*iv)
+	sent := 0
+	for {
+		if _, ok := s.wait(); !ok {
+			break
+		}
+		sent++
+		clk.now = clk.now.Add(2 * iv) // twice too slow
+	}
+	if uint64(sent)+s.missed != 100 || s.missed == 0 {
+		t.Fatalf("sent %d, missed %d; want 100 in all, some missed", sent, s.missed)
+	}
+	if w := rateShortfall("x", 55, 100, s.missed); !strings.HasPrefix(w, "WARNING: x reached 55 of 100 operations/s and left") {
+		t.Errorf("warning %q", w)
+	}
+	if w := rateShortfall("x", 99, 100, 0); w != "" {
+		t.Errorf("a run at 99%% of its rate warned %q", w)
+	}
+}
+
+func TestKVValue_Checks(t *testing.T) {
+	for id := range uint64(300) {
+		gen := uint32(id * 7 % 5)
+		v := appendKVValue(nil, id, gen)
+		if n := len(v); n != kvValueLen(id, gen) || n < 100 || n > 1100 {
+			t.Fatalf("value of %d has %d bytes; want %d in 100..1100", id, n, kvValueLen(id, gen))
+		}
+		if g, ok := checkKVValue(v, id); !ok || g != gen {
+			t.Fatalf("check of a good value: gen %d, %v; want %d", g, ok, gen)
+		}
+		if _, ok := checkKVValue(v, id+1); ok {
+			t.Fatal("a value passed as another key's")
+		}
+		bad := bytes.Clone(v)
+		bad[len(bad)-1] ^= 1
+		if _, ok := checkKVValue(bad, id); ok {
+			t.Fatal("a value with a flipped last byte passed")
+		}
+		if _, ok := checkKVValue(v[:len(v)-1], id); ok {
+			t.Fatal("a truncated value passed")
+		}
+	}
+}
+
+func TestReadRSS(t *testing.T) {
+	now, peak, ok := readRSS()
+	if !ok {
+		if runtime.GOOS == "linux" {
+			t.Fatal("no RSS on linux")
+		}
+		t.Skip("no /proc")
+	}
+	if now == 0 || peak < now {
+		t.Fatalf("RSS %d, peak %d", now, peak)
+	}
+}
+
+// TestHeap_Small runs memkit heap end to end, small: each store in its own
+// child process (this test binary, re-run), in both settings. Every store
+// but fastcache must keep every key and every read must return the bytes
+// written; every scheduled operation is sent or counted as unsent.
+func TestHeap_Small(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 8 processes")
+	}
+	var out, errOut bytes.Buffer
+	args := []string{"heap", "--entries", "20000", "--duration", "500ms", "--rate", "2000", "--workers", "2", "--json"}
+	if err := run(&out, &errOut, args); err != nil {
+		t.Fatalf("heap: %v\n%s", err, errOut.String())
+	}
+	var rs []heapResult
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(rs) != 2*len(heapStores) {
+		t.Fatalf("%d results; want %d", len(rs), 2*len(heapStores))
+	}
+	data := kvDataBytes(20000)
+	for _, r := range rs {
+		if r.Store != "fastcache" && r.Lost != 0 || r.Corrupt != 0 {
+			t.Errorf("%s/%s: %d lost keys, %d corrupt reads", r.Store, r.Setting, r.Lost, r.Corrupt)
+		}
+		if r.Ops+r.Unsent != 1000 { // 2000/s for 500ms, the two senders' schedules together
+			t.Errorf("%s/%s: %d ops sent and %d unsent; want 1000 in all", r.Store, r.Setting, r.Ops, r.Unsent)
+		}
+		if r.RSS == 0 || r.CPUPerOp <= 0 || r.DataBytes < data*9/10 || r.DataBytes > data*11/10 {
+			t.Errorf("%s/%s: RSS %d, CPU/op %v, data %d (filled %d)", r.Store, r.Setting, r.RSS, r.CPUPerOp, r.DataBytes, data)
+		}
+		if want := int64(0); r.Setting == "memlimit" {
+			want = data * 16 / 10
+			if r.GoMemLimit != want {
+				t.Errorf("%s/%s: GOMEMLIMIT %d; want %d", r.Store, r.Setting, r.GoMemLimit, want)
+			}
+		} else if r.GoMemLimit != want {
+			t.Errorf("%s/%s: GOMEMLIMIT %d; want none", r.Store, r.Setting, r.GoMemLimit)
+		}
+	}
+	// The table prints the targets.
+	cfg, err := parseHeapFlags(&out, args[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	printHeap(&out, cfg, rs)
+	for _, want := range []string{"GOMEMLIMIT=", "forced GC CPU, full", "targets (issue 22), kv.Map:", "lost keys = 0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestPrintHeapTargets checks the targets of a run of one setting: a
+// GOMEMLIMIT-only run still prints its CPU ratio to the map and its RSS.
+func TestPrintHeapTargets(t *testing.T) {
+	rs := []heapResult{
+		{Store: "idmap", Setting: "memlimit", CPUPerOp: 8, DataBytes: 1 << 30, RSS: 3 << 29},
+		{Store: "memkit", Setting: "memlimit", CPUPerOp: 3, DataBytes: 1 << 30, RSS: 1 << 30, ForcedGCEmpty: 2, ForcedGCFull: 5},
+	}
+	var b bytes.Buffer
+	printHeapTargets(&b, rs)
+	for _, want := range []string{
+		"CPU/op ≤ 0.5× the idmap's, GOMEMLIMIT=1.6× data 0.38 met",
+		"RSS ≤ 1.10× data + 64 MiB, memlimit (RSS / bound) 0.86 met",
+		"forced GC full − empty within 2 ms, memlimit +3.0ms NOT met",
+		"lost keys = 0 0 met",
+	} {
+		if !strings.Contains(squeeze(b.String()), want) {
+			t.Errorf("output lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "GOGC=100") {
+		t.Errorf("targets of a setting that did not run:\n%s", b.String())
+	}
+}

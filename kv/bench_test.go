@@ -1,0 +1,140 @@
+package kv_test
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/memkit/memkit/kv"
+)
+
+// benchStore is what the benchmarks drive: the Map, or the careful
+// standard-library baseline.
+type benchStore interface {
+	Set(k, v []byte) error
+	Get(dst, k []byte) ([]byte, bool)
+}
+
+// stdMap is the baseline: 256 shards of map[string][]byte behind RWMutexes.
+type stdMap struct {
+	shards [256]struct {
+		sync.RWMutex
+		m map[string][]byte
+		_ [64]byte
+	}
+}
+
+func newStdMap() *stdMap {
+	s := &stdMap{}
+	for i := range s.shards {
+		s.shards[i].m = map[string][]byte{}
+	}
+	return s
+}
+
+func (s *stdMap) shard(k []byte) int {
+	h := uint32(2166136261)
+	for _, c := range k {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return int(h & 255)
+}
+
+func (s *stdMap) Set(k, v []byte) error {
+	sh := &s.shards[s.shard(k)]
+	sh.Lock()
+	old := sh.m[string(k)]
+	if cap(old) >= len(v) {
+		sh.m[string(k)] = append(old[:0], v...)
+	} else {
+		sh.m[string(k)] = append([]byte(nil), v...)
+	}
+	sh.Unlock()
+	return nil
+}
+
+func (s *stdMap) Get(dst, k []byte) ([]byte, bool) {
+	sh := &s.shards[s.shard(k)]
+	sh.RLock()
+	v, ok := sh.m[string(k)]
+	dst = append(dst, v...)
+	sh.RUnlock()
+	return dst, ok
+}
+
+const benchKeys = 100000
+
+func benchKeysOf() [][]byte {
+	keys := make([][]byte, benchKeys)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user:%08d", i)
+	}
+	return keys
+}
+
+func fill(b *testing.B, s benchStore, keys [][]byte) {
+	for i, k := range keys {
+		if err := s.Set(k, val(i, 100+i%1000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func stores(b *testing.B) []struct {
+	name string
+	s    benchStore
+} {
+	m, err := kv.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return []struct {
+		name string
+		s    benchStore
+	}{{"memkit", m}, {"stdmap", newStdMap()}}
+}
+
+// BenchmarkMap_Get, _Set and _Mix (90% Get, 10% Set of another size) over
+// 100,000 entries of 100-1100 bytes, serial and RunParallel.
+func BenchmarkMap_Get(b *testing.B) { benchOps(b, 100) }
+func BenchmarkMap_Set(b *testing.B) { benchOps(b, 0) }
+func BenchmarkMap_Mix(b *testing.B) { benchOps(b, 90) }
+
+func benchOps(b *testing.B, getPct int) {
+	keys := benchKeysOf()
+	value := val(1, 1100)
+	for _, st := range stores(b) {
+		fill(b, st.s, keys)
+		b.Run("impl="+st.name+"/serial", func(b *testing.B) {
+			b.ReportAllocs()
+			dst := make([]byte, 0, 2048)
+			for i := range b.N {
+				k := keys[(i*7919)%benchKeys]
+				if i%100 < getPct {
+					dst, _ = st.s.Get(dst[:0], k)
+				} else {
+					st.s.Set(k, value[:100+i%1000])
+				}
+			}
+		})
+		b.Run("impl="+st.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			var seed atomic.Uint64
+			b.RunParallel(func(pb *testing.PB) {
+				dst := make([]byte, 0, 2048)
+				i := int(seed.Add(1) * 1000003)
+				for pb.Next() {
+					k := keys[(i*7919)%benchKeys]
+					if i%100 < getPct {
+						dst, _ = st.s.Get(dst[:0], k)
+					} else {
+						st.s.Set(k, value[:100+i%1000])
+					}
+					i++
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package kv
+
+import "fmt"
+
+// Check verifies every shard's bookkeeping against its segments and index:
+// for tests and the fuzz target.
+func (m *Map) Check() error {
+	for k := range m.shards {
+		s := &m.shards[k]
+		s.mu.RLock()
+		err := s.check()
+		s.mu.RUnlock()
+		if err != nil {
+			return fmt.Errorf("shard %d: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func (s *shard) check() error {
+	if s.closed {
+		return nil
+	}
+	used, dead, live, entries := 0, 0, 0, 0
+	for num := 1; num < len(s.segs); num++ {
+		c := &s.segs[num]
+		if c.mem == nil {
+			continue
+		}
+		segDead := 0
+		for r := 0; r < c.used; {
+			hdr := header(c.mem, r)
+			span := hdrSpan(hdr)
+			if hdr&deadFlag != 0 {
+				segDead += span
+			} else {
+				live += span
+				entries++
+				i := s.slotAt(uint32(num), r) // loops forever if missing: bounded below
+				_ = i
+			}
+			r += span
+		}
+		if c.large {
+			continue
+		}
+		if segDead != c.dead {
+			return fmt.Errorf("segment %d: %d dead bytes counted, %d found", num, c.dead, segDead)
+		}
+		used += c.used
+		dead += segDead
+	}
+	slots := 0
+	for _, v := range s.tab {
+		if v != 0 {
+			slots++
+		}
+	}
+	switch {
+	case used != s.used || dead != s.dead || live != s.live:
+		return fmt.Errorf("used/dead/live %d/%d/%d counted, %d/%d/%d found", s.used, s.dead, s.live, used, dead, live)
+	case slots != entries || int64(slots) != s.count.Load():
+		return fmt.Errorf("%d slots, %d live entries, count %d", slots, entries, s.count.Load())
+	}
+	return nil
+}

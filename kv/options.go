@@ -1,0 +1,81 @@
+package kv
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/memkit/memkit/internal/budget"
+	"github.com/memkit/memkit/internal/option"
+)
+
+// Option configures a [Map] built by [New].
+type Option func(*config)
+
+// MaxShards is the largest number of shards [WithShards] accepts.
+const MaxShards = 256
+
+type config struct {
+	budget.Options // WithBudget
+
+	evict   bool
+	shards  int
+	segSize int // derived: the segment size
+}
+
+// WithBudget limits the memory the Map maps — its segments of entries and
+// its index tables — to n bytes; n must be > 0 (leave the option out for
+// no limit). When a Set needs more, the Map first compacts (reclaims the
+// space of deleted and overwritten entries); if that is not enough, Set
+// returns [ErrBudget] and changes nothing, unless [WithEviction] makes the
+// Map a cache. The budget counts whole segments (256 KiB) and index
+// tables, so a small budget is reached in those steps; the default number
+// of shards is lowered so that each shard can hold a few segments.
+func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
+
+// WithEviction makes a full Map a cache: when a Set needs memory that
+// [WithBudget] refuses and compaction cannot free, the shard of the key
+// drops its oldest segment of entries (first in, first out, by the time
+// each segment was filled: an entry overwritten since lives in a newer
+// one) and Set succeeds. Evicted entries are counted by [Map.Evictions]
+// and in Stats.Frees. Without a budget it changes nothing.
+func WithEviction() Option { return func(c *config) { c.evict = true } }
+
+// WithShards sets the number of shards, each with its own lock, index and
+// segments (default 256, fewer with a small budget); it is rounded up to a
+// power of two, at most [MaxShards]. More shards contend less; each holds
+// at least one segment once written to.
+func WithShards(n int) Option { return func(c *config) { c.shards = n } }
+
+// configure applies opts to the defaults and checks them.
+func configure(opts []Option) (config, error) {
+	var cfg config
+	if err := option.Apply(&cfg, opts); err != nil {
+		return cfg, fmt.Errorf("memkit/kv: %w", err)
+	}
+	if err := cfg.Options.Check(); err != nil {
+		return cfg, fmt.Errorf("memkit/kv: %w", err)
+	}
+	n := cfg.shards
+	cfg.segSize = segSize
+	switch {
+	case n < 0 || n > MaxShards:
+		return cfg, fmt.Errorf("memkit/kv: WithShards(%d): the number of shards must be between 1 and %d", n, MaxShards)
+	case n == 0:
+		n = MaxShards
+	default:
+		n = 1 << bits.Len(uint(n-1))
+	}
+	if lim := cfg.Limit(); lim > 0 {
+		// Each shard gets at least 16 segments of the budget, so that an
+		// eviction drops at most 1/16 of a shard: smaller segments first,
+		// then, without WithShards, fewer shards.
+		for cfg.segSize > minSegSize && lim/int64(n) < 16*int64(cfg.segSize) {
+			cfg.segSize /= 2
+		}
+		for cfg.shards == 0 && n > 1 && lim/int64(n) < 16*int64(cfg.segSize) {
+			n /= 2
+		}
+	}
+	cfg.shards = n
+	return cfg, nil
+}
