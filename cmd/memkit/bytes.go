@@ -17,6 +17,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/grpcpool/grpctest"
+	"github.com/memkit/memkit/stats"
 )
 
 // This file is the []byte family: bytepool against make, sync.Pool and the
@@ -256,7 +257,7 @@ func init() {
 	}
 }
 
-func sizeName(n int) string { return memkit.FormatBytes(uint64(n)) }
+func sizeName(n int) string { return stats.FormatBytes(uint64(n)) }
 
 // getPut is GetPut and Mixed: on one goroutine, Get the next size, touch
 // the buffer, Put it back. len(sizes) must be a power of two.
