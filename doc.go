@@ -7,9 +7,9 @@
 // This package holds no allocator. It names the statistics vocabulary every
 // allocator reports in — [Stats], [ClassStats] and [StatsSource], defined in
 // the leaf package [github.com/memkit/memkit/stats] — and serves it: [Publish]
-// makes an allocator an expvar variable and lists it on the debug page that
-// [Handler] serves, and github.com/memkit/memkit/prom exports it to
-// Prometheus. The allocators import the leaf package, not this one, so a
+// makes an allocator a member of the expvar variable "memkit" and lists it
+// on the debug page that [Handler] serves, and
+// github.com/memkit/memkit/prom exports it to Prometheus. The allocators import the leaf package, not this one, so a
 // program that only allocates links neither net/http nor expvar (importing
 // this package links both, and expvar registers /debug/vars on
 // http.DefaultServeMux). The allocators live in subpackages:

@@ -1,7 +1,6 @@
 package memkit
 
 import (
-	"encoding/json"
 	"expvar"
 	"fmt"
 	"maps"
@@ -13,17 +12,28 @@ import (
 var registry struct {
 	mu   sync.RWMutex
 	srcs map[string]StatsSource
-	// vars holds the expvar variables this package created, by name. An
-	// expvar variable cannot be removed, so a name published again after
-	// Unpublish reuses its variable.
-	vars map[string]bool
 }
+
+// ExpvarName is the name of the one expvar variable [Publish] creates: a
+// JSON object with a member per published name, whose value is that
+// allocator's [Stats].
+const ExpvarName = "memkit"
+
+// publishExpvar publishes the variable ExpvarName once, at the first
+// Publish, so that a program that publishes nothing shows no variable.
+var publishExpvar = sync.OnceFunc(func() {
+	if expvar.Get(ExpvarName) != nil {
+		panic(fmt.Sprintf("memkit: Publish: an expvar variable %q exists, which memkit's would replace", ExpvarName))
+	}
+	expvar.Publish(ExpvarName, expvar.Func(expvarValue))
+})
 
 // Publish makes src visible under name to every observer memkit offers, all
 // of which show it under that same name:
 //
-//   - an [expvar] variable called name, whose value is src's [Stats] as a
-//     JSON object, served with the rest of expvar at /debug/vars;
+//   - the member name of the expvar variable "memkit" ([ExpvarName]), a
+//     JSON object whose members are the published allocators' [Stats],
+//     served with the rest of expvar at /debug/vars;
 //   - the debug page and JSON of [Handler];
 //   - exporters that walk the published allocators with [Do]: the
 //     Prometheus collector prom.New of github.com/memkit/memkit/prom
@@ -35,12 +45,14 @@ var registry struct {
 // allocator's ReadStats is safe for that, and a [StatsSource] of your own
 // must be too (wrap an allocator that is not safe for concurrent use in a
 // StatsSource that takes the lock its users hold).
-// Publish panics, as expvar.Publish does, if name is empty, if src is nil,
-// or if name is already published or is taken by another expvar variable:
-// names are global to the process, so prefix them, as in "memkit.uploads".
+// Publish panics if name is empty, if src is nil, or if name is already
+// published: names are global to the process, so prefix them, as in
+// "memkit.uploads"; and, at the first Publish, if another expvar variable
+// is called "memkit".
 //
 // Publishing keeps src reachable; call [Unpublish] when the allocator's
-// life ends.
+// life ends. Names are free to come and go (one per connection, say):
+// [Unpublish] removes the name from every observer, /debug/vars included.
 func Publish(name string, src StatsSource) {
 	if name == "" {
 		panic("memkit: Publish with an empty name")
@@ -48,20 +60,11 @@ func Publish(name string, src StatsSource) {
 	if src == nil {
 		panic(fmt.Sprintf("memkit: Publish of %q with a nil StatsSource", name))
 	}
+	publishExpvar()
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	if _, dup := registry.srcs[name]; dup {
 		panic(fmt.Sprintf("memkit: Publish of %q: name already published", name))
-	}
-	if !registry.vars[name] {
-		if expvar.Get(name) != nil {
-			panic(fmt.Sprintf("memkit: Publish of %q: an expvar variable of that name exists", name))
-		}
-		expvar.Publish(name, statsVar(name))
-		if registry.vars == nil {
-			registry.vars = make(map[string]bool)
-		}
-		registry.vars[name] = true
 	}
 	if registry.srcs == nil {
 		registry.srcs = make(map[string]StatsSource)
@@ -69,9 +72,9 @@ func Publish(name string, src StatsSource) {
 	registry.srcs[name] = src
 }
 
-// Unpublish removes the allocator published under name and reports whether
-// there was one. Its expvar variable stays (expvar cannot remove one) and
-// reads as null until name is published again.
+// Unpublish removes the allocator published under name from every
+// observer, the expvar variable's members included, and reports whether
+// there was one.
 func Unpublish(name string) bool {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
@@ -106,21 +109,14 @@ func Do(f func(name string, src StatsSource)) {
 	}
 }
 
-// statsVar is the expvar variable of a published name: it reads the
-// allocator published under that name now, or null.
-type statsVar string
-
-// String returns the stats as JSON, as the expvar.Var interface requires.
-func (v statsVar) String() string {
-	src := Lookup(string(v))
-	if src == nil {
-		return "null"
-	}
-	var s Stats
-	src.ReadStats(&s)
-	b, err := json.Marshal(&s)
-	if err != nil { // Stats holds only integers; this cannot happen.
-		panic("memkit: encoding stats: " + err.Error())
-	}
-	return string(b)
+// expvarValue is the value of the expvar variable: every published
+// allocator's Stats, by name, read now. (encoding/json sorts the names.)
+func expvarValue() any {
+	out := make(map[string]*Stats)
+	Do(func(name string, src StatsSource) {
+		var s Stats
+		src.ReadStats(&s)
+		out[name] = &s
+	})
+	return out
 }

@@ -19,5 +19,3 @@ type ClassStats = stats.ClassStats
 // [stats.StatsSource].
 type StatsSource = stats.StatsSource
 
-// FormatBytes formats n in binary units: "512B", "4KiB", "1.5MiB".
-func FormatBytes(n uint64) string { return stats.FormatBytes(n) }

@@ -383,6 +383,7 @@ func (a *Allocator) Close() error {
 	mem := a.mem
 	a.mem = nil
 	a.base = ^uintptr(0) - uintptr(a.size) // every Free is now foreign
+	a.freeAllAtClose()
 	a.publishAll()
 	if a.offHeap {
 		return offheap.Free(mem)

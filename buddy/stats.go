@@ -16,14 +16,20 @@ import (
 // first checkEvery-th Alloc or Free of an order after a reader asked for
 // fresh figures, and at PublishStats. So Alloc and Free pay a mask test,
 // and the readers never touch the owner's state.
+//
+// Each publication, of one row or of all, is one snapshot.Seq write that
+// also stores the totals over every order, summed from the owner's own
+// counters: a reader loads the rows and totals it shows inside one read of
+// the sequence, so every row and the totals are each of one moment and
+// possible (rows of different orders may be of different moments, and lag
+// the totals, but never show more blocks than the region holds), and the
+// totals never show more in use than the region.
 
 // publishEvery is how often, in Allocs (and in Frees) of an order, the
 // owner publishes that order's row: a power of two.
 const publishEvery = 64
 
-// orderRow is the published copy of an order's counters. The owner stores
-// allocs before frees and a reader loads frees before allocs, so a row
-// never shows more frees than allocations.
+// orderRow is the published copy of an order's counters.
 type orderRow struct {
 	allocs, frees, nfree atomic.Uint64
 }
@@ -31,6 +37,9 @@ type orderRow struct {
 // published is the allocator-wide part of what ReadStats reads.
 type published struct {
 	seq      snapshot.Seq // a reader's request, answered by each publication
+	allocs   atomic.Uint64
+	frees    atomic.Uint64
+	inUse    atomic.Uint64 // bytes of the blocks handed out
 	nonEmpty atomic.Uint64
 	failures atomic.Uint64
 	badFrees atomic.Uint64
@@ -54,9 +63,37 @@ func (a *Allocator) maybePublish(k int, c uint64) {
 	case a.pub.seq.Asked():
 		a.publishAll()
 	case c%publishEvery == 0:
-		a.publishRow(k)
-		a.publishGlobals()
+		a.publish(k)
 	}
+}
+
+// publish publishes order k's row, or every row for k < 0, and the
+// allocator-wide figures, as one publication.
+func (a *Allocator) publish(k int) {
+	p := &a.pub
+	p.seq.BeginWrite()
+	if k >= 0 {
+		a.publishRow(k)
+	} else {
+		for k := range a.orders {
+			a.publishRow(k)
+		}
+	}
+	var allocs, frees, inUse uint64
+	for k := range a.orders {
+		o := &a.orders[k]
+		allocs += o.allocs
+		frees += o.frees
+		inUse += (o.allocs - o.frees) << uint(k)
+	}
+	p.allocs.Store(allocs)
+	p.frees.Store(frees)
+	p.inUse.Store(inUse * uint64(a.minBlock))
+	p.nonEmpty.Store(a.nonEmpty)
+	p.failures.Store(a.failures)
+	p.badFrees.Store(a.badFrees)
+	p.closed.Store(a.closed)
+	p.seq.EndWrite()
 }
 
 func (a *Allocator) publishRow(k int) {
@@ -66,31 +103,24 @@ func (a *Allocator) publishRow(k int) {
 	o.pub.nfree.Store(uint64(o.nfree))
 }
 
-// publishGlobals publishes the allocator-wide figures after the rows:
-// rows are read one field at a time, so the sequence lock only marks the
-// publication for readers waiting for one.
-func (a *Allocator) publishGlobals() {
-	p := &a.pub
-	p.seq.BeginWrite()
-	p.nonEmpty.Store(a.nonEmpty)
-	p.failures.Store(a.failures)
-	p.badFrees.Store(a.badFrees)
-	p.closed.Store(a.closed)
-	p.seq.EndWrite()
-}
-
 // publishAll publishes every row and the allocator-wide figures.
-func (a *Allocator) publishAll() {
-	for k := range a.orders {
-		a.publishRow(k)
-	}
-	a.publishGlobals()
-}
+func (a *Allocator) publishAll() { a.publish(-1) }
 
 // countBadFree counts a bad free and publishes it, before the caller panics.
 func (a *Allocator) countBadFree() {
 	a.badFrees++
-	a.publishGlobals()
+	a.publishAll()
+}
+
+// freeAllAtClose counts every block still handed out as freed by Close,
+// which gives the region back, and every free block as gone: a closed
+// allocator holds nothing.
+func (a *Allocator) freeAllAtClose() {
+	for k := range a.orders {
+		o := &a.orders[k]
+		o.frees = o.allocs
+		o.nfree = 0
+	}
 }
 
 // PublishStats makes every later [Allocator.ReadStats], on any goroutine,
@@ -104,8 +134,9 @@ func (a *Allocator) PublishStats() { a.publishAll() }
 // [Allocator.PublishStats]) and a row per order, smallest first. It is
 // safe to call from any goroutine while the owner uses the allocator, such
 // as the scraper of [github.com/memkit/memkit.Publish]: it only reads
-// published atomics, each field a value it held at some moment, and a row
-// never shows more frees than allocations. The owner publishes an order's
+// published atomics, the totals all of one moment and each row of one
+// moment, so it never shows an impossible state (more in use than
+// reserved, more than the region, more frees than allocations). The owner publishes an order's
 // row at every 64th Alloc and every 64th Free of that order, every row at
 // a failed Alloc (after merging every free pair), a bad free and Close, at
 // the next 16th Alloc or Free of an order after a ReadStats asked for
@@ -124,40 +155,62 @@ func (a *Allocator) PublishStats() { a.publishAll() }
 // documentation) count as two blocks until an Alloc that needs them merged
 // merges them, so [stats.Stats.Fragmentation] may overstate how scattered
 // the free memory is by up to those pairs. Grows is 1 (the region),
-// Releases 1 once closed, when FreeBytes and LargestFree are 0. It costs
+// Releases 1 once closed, when ReservedBytes, InUseBytes, FreeBytes and
+// LargestFree are 0: Close gives the region back, and counts the blocks
+// still handed out as freed (Frees) and the free ones as gone. It costs
 // O(orders) and does not allocate once s.Classes has room for every order.
 func (a *Allocator) ReadStats(s *stats.Stats) {
 	a.pub.seq.Settle()
-	s.Reset()
-	s.Classes = a.AppendClassStats(s.Classes)
-	for _, c := range s.Classes {
-		s.Allocs += c.Allocs
-		s.Frees += c.Frees
-		s.InUseBytes += c.InUseBytes
-	}
-	s.LiveObjects = s.Allocs - s.Frees
-	s.Failures = a.pub.failures.Load()
-	s.BadFrees = a.pub.badFrees.Load()
-	s.Grows = 1
-	if !a.pub.closed.Load() {
-		s.ReservedBytes = uint64(a.size)
-		s.FreeBytes = s.ReservedBytes - min(s.InUseBytes, s.ReservedBytes)
-		if ne := a.pub.nonEmpty.Load(); ne != 0 {
-			s.LargestFree = min(uint64(a.minBlock)<<uint(bits.Len64(ne)-1), s.FreeBytes)
+	p := &a.pub
+	for {
+		v := p.seq.BeginRead()
+		s.Reset()
+		s.Classes = a.appendRows(s.Classes)
+		s.Allocs = p.allocs.Load()
+		s.Frees = p.frees.Load()
+		s.InUseBytes = p.inUse.Load()
+		s.Failures = p.failures.Load()
+		s.BadFrees = p.badFrees.Load()
+		closed := p.closed.Load()
+		nonEmpty := p.nonEmpty.Load()
+		if p.seq.Retry(v) {
+			continue
 		}
-	} else {
-		s.Releases = 1
+		s.LiveObjects = s.Allocs - s.Frees
+		s.Grows = 1
+		if closed {
+			s.Releases = 1
+			return
+		}
+		s.ReservedBytes = uint64(a.size)
+		s.FreeBytes = s.ReservedBytes - s.InUseBytes
+		if nonEmpty != 0 {
+			s.LargestFree = min(uint64(a.minBlock)<<uint(bits.Len64(nonEmpty)-1), s.FreeBytes)
+		}
+		return
 	}
 }
 
 // AppendClassStats appends a row per order, smallest first, to dst and
 // returns it: the published figures, as [Allocator.ReadStats] reads them,
-// safe from any goroutine.
+// safe from any goroutine, each row of one moment.
 func (a *Allocator) AppendClassStats(dst []stats.ClassStats) []stats.ClassStats {
+	for {
+		v := a.pub.seq.BeginRead()
+		out := a.appendRows(dst)
+		if !a.pub.seq.Retry(v) {
+			return out
+		}
+	}
+}
+
+// appendRows appends the published rows to dst; the caller brackets it
+// with a read of the sequence.
+func (a *Allocator) appendRows(dst []stats.ClassStats) []stats.ClassStats {
 	for k := range a.orders {
 		p := &a.orders[k].pub
-		frees := p.frees.Load()
 		allocs := p.allocs.Load()
+		frees := p.frees.Load()
 		size := uint64(a.minBlock) << uint(k)
 		live := allocs - frees
 		idle := p.nfree.Load()

@@ -29,8 +29,9 @@
 // Buffer's doc lists what differs), and strconv's appenders. [Get] and [Pool.Get] recycle its header; its storage
 // comes from bytepool, sized by a default that calibrates itself to what
 // the program writes (see [Pool]), and goes back there on [Buffer.Free].
-// Idle storage and idle headers go back to the GC after a burst, within a
-// few GC cycles: nothing stays pinned.
+// Idle storage and idle headers go back to the GC after a burst (headers
+// and the storage they keep within a few GC cycles, larger storage within
+// bytepool's two retention periods): nothing stays pinned.
 //
 // A [FixedPool] reserves count buffers of size bytes at [NewFixedPool].
 // [FixedPool.Checkout] never blocks: when all are out it hands out a fresh

@@ -337,7 +337,10 @@ func bufferMistakes() []memtest.Mistake {
 			Setup: func(t testing.TB) (func(), func() error) {
 				var s buffer.Slice
 				w := newWitness(buffer.Get(), 12)
-				foreign := make([]byte, 128)
+				// Not from the heap: the checked build keeps the records of
+				// buffers other tests leaked, and a heap slice could land where
+				// one of those was collected and read as a re-slice of it.
+				foreign := staticForeign[:]
 				t.Cleanup(func() { w.b.Free() })
 				return func() { s.PushOwned(foreign) }, w.intact
 			},
@@ -567,3 +570,7 @@ func copyOf(b *buffer.Buffer) *buffer.Buffer {
 	reflect.ValueOf(cp).Elem().Set(reflect.ValueOf(b).Elem())
 	return cp
 }
+
+// staticForeign is memory no allocator handed out and the heap never reuses:
+// the foreign buffer of the PushOwned row.
+var staticForeign [128]byte

@@ -31,9 +31,10 @@ import (
 // default size; Free returns larger storage to bytepool at once. Once warm,
 // none of them allocates. A live Buffer costs its 64-byte
 // header and its storage, rounded up to bytepool's class (under 20% more);
-// storage is not zeroed. Everything lives on the Go heap, and idle headers
-// and idle storage go back to the GC within a few GC cycles, so a burst
-// leaves nothing pinned.
+// storage is not zeroed. Everything lives on the Go heap; idle headers, with
+// the storage up to 64 KiB they keep, go back to the GC within a few GC
+// cycles, and larger idle storage as bytepool's retention rule says (within
+// two seconds once no Get needs it), so a burst leaves nothing pinned.
 //
 // # Calibration
 //

@@ -6,6 +6,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/stats"
 )
 
 // Cross-library comparisons live in cmd/memkit (memkit bench); these compare
@@ -13,7 +14,7 @@ import (
 
 var benchSizes = []int{64, 512, 4 << 10, 64 << 10, 1 << 20}
 
-func sizeName(n int) string { return "size=" + memkit.FormatBytes(uint64(n)) }
+func sizeName(n int) string { return "size=" + stats.FormatBytes(uint64(n)) }
 
 func BenchmarkPool_GetPut(b *testing.B) {
 	for _, n := range benchSizes {

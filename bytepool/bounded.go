@@ -185,7 +185,9 @@ func (p *Pool) takeBoundedOnce(c int) unsafe.Pointer {
 
 // refill is Get's slow path, entered with s locked and its class-c list
 // empty. It moves a batch from the depot (or carves new buffers) into the
-// list, counts the allocation and returns one buffer with s unlocked. It
+// list, counts the allocation and returns one buffer with s unlocked; the
+// budget is charged for new runs after the unlock, so that the alert runs
+// with no lock of the pool held. It
 // returns nil, having counted nothing, when there is no buffer of class c
 // left anywhere.
 func (p *Pool) refill(s *boundedShard, c int) unsafe.Pointer {
@@ -196,8 +198,9 @@ func (p *Pool) refill(s *boundedShard, c int) unsafe.Pointer {
 	d.mu.Lock()
 	n := d.take(want)
 	d.mu.Unlock()
+	took := 0
 	if n == 0 {
-		n = p.region.carve(c, p.sizes[c], want)
+		n, took = p.region.carve(c, p.sizes[c], want)
 	}
 	if n == 0 {
 		s.Unlock()
@@ -209,6 +212,7 @@ func (p *Pool) refill(s *boundedShard, c int) unsafe.Pointer {
 	l.bufs = append(l.bufs, want[1:n]...)
 	l.allocs++
 	s.Unlock()
+	p.region.charge(took) // with s unlocked: the alert may read the stats
 	return want[0]
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/internal/race"
 )
 
@@ -100,8 +101,9 @@ func TestElastic_BudgetFallsBackAndCounts(t *testing.T) {
 		p.Put(b)
 	}
 	clear(bufs)
-	// The pool drops idle buffers within two GC cycles, and each collected
-	// buffer gives its bytes back to the budget.
+	// The pool gives idle buffers back after two idle retention periods, and
+	// each collected buffer gives its bytes back to the budget.
+	giveBackIdle(p, withClock(p))
 	s := waitStats(t, p, func(s *memkit.Stats) bool { return s.ReservedBytes == 0 })
 	if s.Releases != 4 {
 		t.Fatalf("after the GC collected the idle buffers: %v", &s)
@@ -112,9 +114,9 @@ func TestElastic_BudgetFallsBackAndCounts(t *testing.T) {
 }
 
 // waitStats runs GC cycles until ok holds for the pool's stats, and
-// returns them: the GC drops idle buffers after two cycles and runs their
-// cleanups on its own goroutine after that, so this waits rather than
-// assume; a minute without it is a failure.
+// returns them: the GC runs the finalizers of the buffers it found
+// unreachable on their own goroutine after the cycle, so this waits rather
+// than assume; a minute without it is a failure.
 func waitStats(t *testing.T, p *bytepool.Pool, ok func(*memkit.Stats) bool) memkit.Stats {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -221,5 +223,48 @@ func TestPool_ZeroAllocsWithBudgetAlert(t *testing.T) {
 				t.Errorf("%v: Cache Get+Put(%d): %v allocs/op; want 0", p.Policy(), n, a)
 			}
 		}
+	}
+}
+
+// TestBounded_BudgetAlertMayCallThePool pins that a Bounded pool's alert
+// runs with no lock of the pool held, as WithBudgetAlert promises: an alert
+// that reads the stats (which takes every shard's lock in turn) and gets
+// and puts a buffer returns, whether the crossing came from a shard's
+// refill, a Cache's, a heap fallback or its Put. It hung on a shard lock
+// its own goroutine held (issue 21, item 6).
+func TestBounded_BudgetAlertMayCallThePool(t *testing.T) {
+	const size = 64 << 10
+	for _, path := range []string{"Pool", "Cache"} {
+		t.Run("via="+path, func(t *testing.T) {
+			var p *bytepool.Pool
+			var calls []bool
+			fn := func(used int64, above bool) {
+				calls = append(calls, above)
+				var st memkit.Stats
+				p.ReadStats(&st)
+				p.AppendClassStats(nil)
+				if st.InUseBytes > st.ReservedBytes {
+					t.Errorf("in the alert: in use %d > reserved %d", st.InUseBytes, st.ReservedBytes)
+				}
+				p.Put(p.Get(size))
+			}
+			p = mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithMaxSize(size),
+				bytepool.WithBudget(2*size), bytepool.WithShards(1), bytepool.WithBudgetAlert(2*size, fn))
+			get, put := p.Get, p.Put
+			if path == "Cache" {
+				c := p.NewCache()
+				get, put = c.Get, c.Put
+			}
+			memtest.Returns(t, "Get that takes the region's last slab, with an alert that calls the pool", func() {
+				x, y := get(size), get(size)
+				fb := get(size) // a heap fallback: charged on top
+				put(fb)
+				put(x)
+				put(y)
+			})
+			if len(calls) != 1 || !calls[0] {
+				t.Fatalf("alert calls %v; want one crossing up", calls)
+			}
+		})
 	}
 }

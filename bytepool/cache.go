@@ -188,7 +188,9 @@ func (c *Cache) refill(cl, n int) []byte {
 		c.settle(cl)
 		d.mu.Unlock()
 		if got == 0 {
-			got = p.region.carve(cl, p.sizes[cl], want)
+			var took int
+			got, took = p.region.carve(cl, p.sizes[cl], want)
+			p.region.charge(took)
 		}
 		if got == 0 {
 			// The region is used up: take the pool's slow path, which steals
@@ -197,17 +199,11 @@ func (c *Cache) refill(cl, n int) []byte {
 		}
 	} else {
 		e := &p.elastic[cl]
-		for got < len(want) {
-			ptr, _ := e.free.Get().(unsafe.Pointer)
-			if ptr == nil {
-				break
-			}
-			want[got] = ptr
-			got++
-		}
+		got = e.takeFree(want)
+		got += e.res.popInto(want[got:])
 		if got == 0 {
 			mustServe(l.size)
-			ptr := p.grow(cl)
+			ptr := p.takeIdle(cl)
 			if ptr == nil {
 				return p.fallback(cl, n)
 			}
@@ -254,7 +250,7 @@ func (c *Cache) give(cl, keep int) {
 		e := &p.elastic[cl]
 		e.cputs.Add(p.countSampled(move))
 		for _, ptr := range move {
-			e.free.Put(ptr)
+			e.park(ptr)
 		}
 	}
 	clear(move)

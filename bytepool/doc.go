@@ -26,10 +26,10 @@
 // # Policies
 //
 // [Elastic] (the default) allocates each buffer from the Go heap on first use
-// and keeps returned ones for reuse. After every GC cycle idle buffers age
-// by one generation and those idle for two are dropped, so memory kept after
-// a burst goes back to the GC within about three cycles instead of staying
-// pinned (golang/go#23199).
+// and keeps returned ones for reuse: what the recent peak of demand needed
+// stays, however often the GC runs, and the rest goes back to the GC once
+// demand has been lower for a second or two instead of staying pinned
+// (golang/go#23199); see Retention.
 //
 // [Bounded] reserves one region of its budget at New and carves every
 // buffer out of it: no per-buffer GC objects, and a hard bound on the
@@ -49,8 +49,10 @@
 // the capacity and alignment checks, the idle mark, and, for 1 buffer in
 // 64, one atomic add to the sampled count. That is within about 10% of
 // bytedance's mcache (a bare sync.Pool per class) and costs no allocation.
-// sync.Pool also drops what stayed idle through two GC cycles: that is the
-// pool's decay.
+// A Get that finds the class's sync.Pool empty takes a buffer from the
+// class's reserve (a mutex-guarded stack) before it makes one; a new buffer
+// costs make's one allocation. (Classes of 256 KiB and more keep their idle
+// buffers in the reserve only: see Retention.)
 //
 // A Bounded pool's buffers live in a region that must stay whole, so it
 // cannot hand them to a sync.Pool, which drops what it holds: it spreads
@@ -67,6 +69,52 @@
 // push and the idle mark, with no lock, no atomic and no shared write,
 // about half a Pool's cost. It refills from and spills to the pool in
 // batches, and settles its counts with the pool's then.
+//
+// # Retention
+//
+// sync.Pool alone drops what stayed idle through two GC cycles, and a
+// program moving large messages runs a GC every few of them, so an Elastic
+// pool keeps a reserve per class behind its sync.Pool, and tends it: after
+// every GC cycle (a hook shared by all pools, costing no allocation) and,
+// while the pool holds idle buffers or has just made one, on a timer once
+// every [RetentionPeriod] (1 s, on the monotonic clock), each tending step
+// moves every idle buffer of each class's sync.Pool into the reserve. A
+// period runs from one of the timer's steps to the next. The rule:
+//
+//   - A Get takes from the sync.Pool first, then from the reserve, and only
+//     then makes a buffer. So the fewest buffers a reserve held at any
+//     moment of a period (its low-water mark) were idle through all of it
+//     while every Get of it was served.
+//   - At the end of each period, each class gives back that many of its
+//     reserve's oldest buffers, and the next period begins with the mark at
+//     what the reserve then holds. Buffers a step finds idle in the
+//     sync.Pool join the reserve without lowering the mark.
+//
+// So the buffers that the peak of in-use buffers needed in one period stay
+// through the next, however many GC cycles pass; once demand falls, the
+// buffers it no longer needs are given back within two periods (2 s, and
+// the few milliseconds the timer runs late), and the GC frees them at its
+// second cycle after that (the first runs their finalizers, which count
+// them in Stats.Releases). A pool that is idle has no timer running once
+// its reserves are empty, and an unreachable pool is collected with what it
+// holds.
+//
+// What the tending step cannot reach: a sync.Pool Get takes from another
+// P only what that P holds in its shared list, not the one buffer in its
+// private slot, and a GC cycle that comes before the step after the
+// previous one drops what stayed idle through both. So a buffer Get had to
+// make is filed into the reserve by the next Put, and a class that lost a
+// buffer to the GC (its Releases went past what its reserve gave back: a
+// buffer a user never put back counts too) files every Put into its
+// reserve, a mutex-guarded stack, until a whole period passes without
+// another loss. Classes of 256 KiB and more keep no buffer in a sync.Pool
+// at all: their Get and Put take the reserve's mutex (about 75 more
+// instructions per Get and Put of 1 MiB, next to microseconds of using the
+// buffer), and so the rule reaches every idle buffer of megabytes. A
+// [Cache]'s own lists are
+// not tended (only its goroutine may touch them): each holds at most a
+// magazine per class until the Cache refills, spills or is released, and
+// what it spills follows the rule.
 //
 // # Misuse
 //
@@ -166,7 +214,8 @@
 //
 // Exact: everything of a Bounded pool; every slow-path event of an Elastic
 // one (Grows, the buffers made; Releases, those the GC collected, counted
-// by a cleanup on each; HeapFallbacks, Failures, BadFrees, and the Allocs,
+// by a finalizer on each, the class's one func, so that it costs no
+// allocation; HeapFallbacks, Failures, BadFrees, and the Allocs,
 // Frees and bytes of buffers above the largest class); ReservedBytes of
 // an Elastic pool (the buffers made and not yet collected, as of the last
 // GC); and what Caches count, folded in when they refill, spill or are

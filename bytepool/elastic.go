@@ -19,8 +19,10 @@ import (
 // rebuilds the slice from it and the class size), and the class's counters.
 //
 // sync.Pool keeps a list per P, so Get and Put take no lock and no
-// atomic instruction, and it drops what stayed idle through two GC cycles:
-// that is the pool's decay.
+// atomic instruction. It would drop what stayed idle through two GC
+// cycles; the pool's tending step moves idle buffers into the class's
+// reserve before it can (see retain.go), and a Get that finds the sync.Pool
+// empty looks there before it makes a buffer.
 type elasticClass struct {
 	elasticFields
 	_ [elasticStride - unsafe.Sizeof(elasticFields{})]byte
@@ -35,6 +37,7 @@ type elasticFields struct {
 	free      sync.Pool
 	size      int
 	alignMask atomic.Uintptr // every buffer of the class starts at a multiple of alignMask+1 (see misaligned)
+	short     atomic.Int64   // > 0: Put files into the reserve (see retain.go); on Put's cache line
 	budget    *budget.Budget // the pool's, or nil
 
 	// Sampled counts (see [Pool.sampled]): Get and Put by the Pool of the
@@ -49,10 +52,16 @@ type elasticFields struct {
 	cacheAllocs, cacheFrees atomic.Uint64 // folded in by Caches
 	grows                   atomic.Uint64 // buffers made
 	releases                atomic.Uint64 // of those, collected by the GC
+
+	res reserve // the idle buffers behind free (see retain.go)
+
+	// fin is the finalizer of the class's buffers, a func(*byte) that
+	// counts one collected: made once, so that setting it allocates nothing.
+	fin any
 }
 
 // newElastic sets p up as an Elastic pool: a class per size, each with
-// its sync.Pool, and the budget if the options ask for one.
+// its sync.Pool and its reserve, and the budget if the options ask for one.
 func (p *Pool) newElastic(cfg *config) {
 	p.budget = cfg.New()
 	p.elastic = make([]elasticClass, len(p.sizes))
@@ -62,7 +71,13 @@ func (p *Pool) newElastic(cfg *config) {
 		e.size = size
 		e.alignMask.Store(initialAlignMask(size))
 		e.budget = p.budget
+		e.fin = func(*byte) { collected(e) }
+		if size >= reserveOnly {
+			e.res.always = true
+			e.short.Store(lossBias)
+		}
 	}
+	p.newRetention()
 }
 
 // elasticOf returns class c of an Elastic pool, c < len(p.elastic), which
@@ -158,9 +173,10 @@ func sampleMaxFor(k int) uintptr { return ^uintptr(0) >> k }
 func (p *Pool) scale() uint64 { return 1 << (bits.OnesCount(uint(^p.sampleMax))) }
 
 // getNew is Get's slow path in an Elastic pool: no idle buffer of class c
-// on this P, nor any other to steal.
+// in its sync.Pool, on this P nor any other to steal. It takes one from
+// the reserve, or makes one.
 func (p *Pool) getNew(c, n int) []byte {
-	ptr := p.grow(c)
+	ptr := p.takeIdle(c)
 	if ptr == nil {
 		return p.fallback(c, n)
 	}
@@ -172,9 +188,12 @@ func (p *Pool) getNew(c, n int) []byte {
 
 // grow makes a new buffer of class c, charging the budget if there is one;
 // it returns nil, making nothing, if the buffer would pass the budget. A
-// cleanup counts the buffer in Releases, and gives its bytes back to the
-// budget, when the GC collects it. In the checked build the buffer is
-// poisoned, as every idle buffer is.
+// finalizer counts the buffer in Releases, and gives its bytes back to the
+// budget, when the GC collects it: the class's one func, so that the buffer
+// costs make's one allocation and no more (a cleanup would cost two:
+// runtime.AddCleanup boxes its argument and records the call). In the
+// checked build the buffer is poisoned, as every idle buffer is. It starts
+// the tending timer, since the buffer will be idle some day.
 func (p *Pool) grow(c int) unsafe.Pointer {
 	e := &p.elastic[c]
 	if e.budget != nil && !e.budget.TryCharge(int64(e.size)) {
@@ -182,11 +201,14 @@ func (p *Pool) grow(c int) unsafe.Pointer {
 			if ptr, _ := e.free.Get().(unsafe.Pointer); ptr != nil {
 				return ptr
 			}
+			if ptr := e.res.pop(); ptr != nil {
+				return ptr
+			}
 		}
 		return nil
 	}
 	// Under 16 bytes the Go heap would pack the buffer with others in one
-	// tiny allocation, whose cleanup may never run.
+	// tiny allocation, whose finalizer may never run.
 	b := make([]byte, max(e.size, 16))[:e.size]
 	if checked.Enabled {
 		checked.Fill(b, checked.PoisonByte)
@@ -194,11 +216,13 @@ func (p *Pool) grow(c int) unsafe.Pointer {
 	ptr := unsafe.SliceData(b)
 	e.noteAlignment(unsafe.Pointer(ptr))
 	e.grows.Add(1)
-	runtime.AddCleanup(ptr, collected, e)
+	runtime.SetFinalizer(ptr, e.fin)
+	p.arm()
 	return unsafe.Pointer(ptr)
 }
 
-// collected runs once the GC has collected a buffer of class e.
+// collected runs once the GC has found a buffer of class e unreachable; it
+// frees the buffer at its next cycle.
 func collected(e *elasticClass) {
 	e.releases.Add(1)
 	if e.budget != nil {

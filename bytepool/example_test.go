@@ -5,6 +5,7 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/stats"
 )
 
 // The package-level functions use a default Elastic pool.
@@ -56,7 +57,7 @@ func ExampleNew_bounded() {
 
 	var s memkit.Stats
 	p.ReadStats(&s)
-	fmt.Println("reserved", memkit.FormatBytes(s.ReservedBytes), "failures", s.Failures)
+	fmt.Println("reserved", stats.FormatBytes(s.ReservedBytes), "failures", s.Failures)
 	// Output:
 	// true true false
 	// reserved 128KiB failures 1

@@ -26,3 +26,25 @@ var MachineMemory = machineMemory
 func (p *Pool) HeapFallback(b []byte) bool {
 	return p.region != nil && !p.region.contains(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
 }
+
+// SetClock makes an Elastic pool's tending read now instead of the
+// monotonic clock, and starts a retention period at now().
+func (p *Pool) SetClock(now func() int64) {
+	r := p.ret
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clock = now
+	r.start = now()
+}
+
+// Tend runs the timer's tending step.
+func (p *Pool) Tend() bool { return p.tend(true) }
+
+// Reserve reports how many idle buffers class c's reserve holds, and how
+// many it has given back.
+func (p *Pool) Reserve(c int) (held int, gone uint64) {
+	r := &p.elastic[c].res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.bufs), r.gone
+}

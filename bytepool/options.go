@@ -15,8 +15,11 @@ type Policy int
 const (
 	// Elastic, the default, allocates each buffer from the Go heap on first
 	// use and keeps returned buffers for reuse, per P, in a sync.Pool per
-	// class. Idle buffers are given back to the GC over time: memory kept
-	// after a burst decays within two GC cycles instead of staying pinned.
+	// class, with a reserve behind it that no GC cycle empties. It keeps
+	// what the recent peak of demand needed and gives the rest back to the
+	// GC once a whole [RetentionPeriod] passed without a Get needing it:
+	// memory kept after a burst goes back within two periods (see the
+	// package documentation, "Retention").
 	Elastic Policy = iota
 	// Bounded reserves one region of Budget bytes up front and carves every
 	// buffer out of it, so the pool holds no per-buffer GC objects and never
@@ -155,8 +158,9 @@ func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 // one, made outside the budget and counted in Stats.HeapFallbacks, and
 // TryGet reports false instead, changing nothing but Stats.Failures. A
 // buffer is charged when the pool makes it and released when the GC
-// collects it (the pool drops idle buffers within two GC cycles, and a
-// cleanup sees each one go), so the budget is exact as of the last GC. A
+// collects it (the pool gives idle buffers back as the retention rule
+// says, and a finalizer sees each one go), so the budget is exact as of the
+// last GC. A
 // buffer never put back stays charged until the GC collects it. The budget
 // is charged and released only on those slow paths, never by a Get or Put
 // of an idle buffer.
@@ -178,7 +182,7 @@ func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 // this only grows) plus heap fallbacks while they are live. Buffers above
 // the largest class are charged while they are live in both. fn runs on
 // the goroutine that crossed the threshold, on a slow path (a buffer made,
-// a slab taken, or, on the runtime's cleanup goroutine, a buffer the GC
+// a slab taken, or, on the runtime's finalizer goroutine, a buffer the GC
 // collected), never inside Get or Put's fast path,
 // and never with a lock of the pool held; it must be quick and must not
 // block.

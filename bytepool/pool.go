@@ -34,9 +34,10 @@ import (
 // class step (with the default 4 classes per doubling, under 20% for sizes
 // above 64 bytes, 25% for the smallest). Buffers are not zeroed unless the
 // pool was built [WithZeroing]. An [Elastic] pool's buffers live on the Go
-// heap, one object each, and idle ones are returned to the GC within three
-// GC cycles; a [Bounded] pool's live in one Go-heap region reserved at New
-// that the GC never scans.
+// heap, one object each, and idle ones go back to the GC once no Get has
+// needed them for a whole [RetentionPeriod] (see the package
+// documentation, "Retention"); a [Bounded] pool's live in one Go-heap
+// region reserved at New that the GC never scans.
 type Pool struct {
 	// Class lookup, copied from the size-class table for the hot path.
 	minSize  int
@@ -66,7 +67,8 @@ type Pool struct {
 	quickBounded bool
 	secret       uint64
 	policy       Policy
-	region       *region // Bounded only
+	region       *region    // Bounded only
+	ret          *retention // Elastic only: the reserves behind the sync.Pools, and their tending
 
 	counts counters
 	budget *budget.Budget   // nil: no limit and no alert
@@ -232,7 +234,10 @@ func (p *Pool) getSlow(n int) []byte {
 		return p.getBounded(c, n)
 	}
 	e := &p.elastic[c]
-	ptr, _ := e.free.Get().(unsafe.Pointer)
+	var ptr unsafe.Pointer
+	if !e.res.always { // a class that keeps its idle buffers in the reserve has nothing in its sync.Pool
+		ptr, _ = e.free.Get().(unsafe.Pointer)
+	}
 	if ptr == nil {
 		mustServe(e.size)
 		return p.getNew(c, n)
@@ -275,8 +280,11 @@ func (p *Pool) TryGet(n int) ([]byte, bool) {
 	} else {
 		e := &p.elastic[c]
 		ptr, _ = e.free.Get().(unsafe.Pointer)
+		if ptr == nil {
+			ptr = e.res.pop()
+		}
 		if ptr == nil && sysmem.Available(uint64(e.size)) {
-			ptr = p.grow(c)
+			ptr = p.takeIdle(c)
 		}
 		if ptr != nil && p.sampled(ptr) {
 			e.gets.Add(1)
@@ -454,6 +462,10 @@ func (p *Pool) Put(b []byte) {
 	if p.sampled(ptr) {
 		e.puts.Add(1)
 	}
+	if e.short.Load() > 0 { // e.park, inlined
+		e.parkShort(ptr)
+		return
+	}
 	e.free.Put(ptr)
 }
 
@@ -483,7 +495,7 @@ func (p *Pool) putSlow(b []byte) {
 	if p.sampled(ptr) {
 		e.puts.Add(1)
 	}
-	e.free.Put(ptr)
+	e.park(ptr)
 }
 
 // putChecked is Put for a Bounded pool, or any pool in the checked build,

@@ -110,16 +110,24 @@ func runBytes(size int) int {
 
 // carve fills dst with fresh buffers of class c and size bytes, taking new
 // runs as needed, and reports how many it carved: fewer than len(dst), and
-// maybe none, once the region is used up. In the checked build the buffers
+// maybe none, once the region is used up, and the bytes of the new runs it
+// took. The caller charges those with [region.charge] once it holds no
+// lock: the charge may call the budget alert, which may read the pool's
+// stats and so take every shard's lock. In the checked build the buffers
 // are poisoned, as every idle buffer is.
-func (r *region) carve(c, size int, dst []unsafe.Pointer) int {
+func (r *region) carve(c, size int, dst []unsafe.Pointer) (n, took int) {
 	r.mu.Lock()
-	n, took := r.carveLocked(c, size, dst)
+	n, took = r.carveLocked(c, size, dst)
 	r.mu.Unlock()
+	return n, took
+}
+
+// charge charges the budget, if any, for took bytes of runs carve took. The
+// caller must hold no lock of the pool (the alert may call any method).
+func (r *region) charge(took int) {
 	if took > 0 && r.budget != nil {
 		r.budget.Charge(int64(took))
 	}
-	return n
 }
 
 // carveLocked is carve with r.mu held; it also reports the bytes of the new

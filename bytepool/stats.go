@@ -20,6 +20,7 @@ import (
 // yet collected by the GC, is exact as of the last GC.
 func (p *Pool) ReadStats(st *stats.Stats) {
 	st.Reset()
+	st.Estimated = p.region == nil && p.sampleMax != sampleMaxFor(0)
 	st.Classes = p.AppendClassStats(st.Classes)
 	for i := range st.Classes {
 		c := &st.Classes[i]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/memtest"
@@ -122,5 +123,43 @@ func TestAllocator_BudgetAlertZeroAllocs(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Fatalf("%d calls; want the one of the first block", calls)
+	}
+}
+
+// TestShared_BudgetAlertMayCallTheShared pins that a Shared's alert runs
+// after the shard's lock is released: an alert that reads the stats (which
+// takes the lock) and mallocs and frees returns, for crossings up (a new
+// block, a heap fallback past the budget) and down (Free of the fallback,
+// Trim, Close). It hung on the lock its own goroutine held (issue 21,
+// item 6).
+func TestShared_BudgetAlertMayCallTheShared(t *testing.T) {
+	var s *extent.Shared
+	var calls []bool
+	fn := func(used int64, above bool) {
+		calls = append(calls, above)
+		var st memkit.Stats
+		s.ReadStats(&st)
+		if st.InUseBytes > st.ReservedBytes {
+			t.Errorf("in the alert: in use %d > reserved %d", st.InUseBytes, st.ReservedBytes)
+		}
+		s.Free(s.Malloc(16))
+	}
+	var err error
+	s, err = extent.NewShared(extent.WithBlockSize(4096), extent.WithBudget(8192), extent.WithBudgetAlert(8192, fn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	memtest.Returns(t, "Malloc, Free, Trim and Close with an alert that calls the Shared", func() {
+		a := s.Malloc(4096)
+		b := s.Malloc(4096)  // the second block reaches the threshold
+		fb := s.Malloc(4096) // past the budget: a heap fallback
+		s.Free(b)
+		s.Free(fb)
+		s.Trim() // gives the second block back: below again
+		s.Free(a)
+		s.Close()
+	})
+	if len(calls) < 2 || !calls[0] || calls[len(calls)-1] {
+		t.Fatalf("alert calls %v; want up first and down last", calls)
 	}
 }

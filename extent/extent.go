@@ -5,6 +5,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/offheap"
 )
 
@@ -406,6 +407,7 @@ func (a *Allocator) Close() {
 	}
 	for _, id := range a.sorted {
 		blk := &a.blocks[id]
+		owned.Remove(blk.mem, "extent") // as dropBlock does
 		if a.cfg.offHeap && !blk.fallback {
 			_ = offheap.Free(blk.mem)
 		}

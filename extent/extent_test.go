@@ -14,6 +14,7 @@ import (
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/owned"
 )
 
 func mustNew(t testing.TB, opts ...extent.Option) *extent.Allocator {
@@ -869,4 +870,20 @@ func TestAllocator_BlockSizedLoopDoesNotThrash(t *testing.T) {
 			t.Fatalf("after 20000 iterations: %v", &s)
 		}
 	})
+}
+
+// Close gives every block back to the registry of memkit-owned memory, as
+// Trim does: a Put of memory at a closed off-heap block's address is not
+// refused as extent's.
+func TestAllocator_CloseUnregistersBlocks(t *testing.T) {
+	a := mustNew(t, extent.WithOffHeap(), extent.WithBlockSize(1<<16))
+	b := a.Malloc(100)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if owned.Owner(p) != "extent" {
+		t.Fatalf("a live block's memory is owned by %q; want extent", owned.Owner(p))
+	}
+	a.Close()
+	if o := owned.Owner(p); o != "" {
+		t.Fatalf("after Close the block's memory is still owned by %q", o)
+	}
 }

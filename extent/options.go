@@ -89,8 +89,10 @@ func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 // block, a heap fallback, Trim, Close), so the alert is evaluated there,
 // never on a Malloc or Free served from the free ranges, and costs those
 // nothing. fn runs on the goroutine that crossed the threshold, inside the
-// allocator's call (under the lock of a [Shared]): it must be quick and
-// must not call the allocator.
+// allocator's call: it must be quick, and must not call an [Allocator]
+// (which is in the middle of the call). A [Shared] calls fn after it has
+// released its lock, so fn may call the Shared (ReadStats, Malloc, Free);
+// when two goroutines cross at once, fn may run on the second.
 func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 	return func(c *config) { c.SetAlert(threshold, fn) }
 }

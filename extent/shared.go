@@ -3,6 +3,7 @@ package extent
 import (
 	"sync"
 
+	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/stats"
@@ -38,6 +39,7 @@ type Shared struct {
 
 	shards []sharedShard
 	mask   uintptr
+	alert  *budget.Budget // the one shard's WithBudgetAlert, deferred; or nil
 }
 
 // sharedShard is one shard: an Allocator and its lock, padded so that
@@ -61,6 +63,10 @@ func NewShared(opts ...Option) (*Shared, error) {
 	}
 	s := &Shared{shards: make([]sharedShard, n), mask: uintptr(n - 1)}
 	s.shards[0].a = a
+	// The alert runs after the shard's lock is released (Notify), never
+	// under it: it may call ReadStats, which takes the lock.
+	a.alert.Defer()
+	s.alert = a.alert
 	for i := 1; i < n; i++ {
 		s.shards[i].a, _ = New(opts...)
 	}
@@ -80,6 +86,13 @@ func (s *Shared) home() *sharedShard { return &s.shards[shard.Hint()&s.mask] }
 
 // Malloc is [Allocator.Malloc] on the calling goroutine's shard.
 func (s *Shared) Malloc(n int) []byte {
+	b := s.malloc(n)
+	s.alert.Notify()
+	return b
+}
+
+// malloc is Malloc under the shard's lock, without the alert.
+func (s *Shared) malloc(n int) []byte {
 	sh := s.home()
 	sh.Lock.Lock()
 	defer sh.Unlock()
@@ -88,6 +101,13 @@ func (s *Shared) Malloc(n int) []byte {
 
 // TryMalloc is [Allocator.TryMalloc] on the calling goroutine's shard.
 func (s *Shared) TryMalloc(n int) ([]byte, error) {
+	b, err := s.tryMalloc(n)
+	s.alert.Notify()
+	return b, err
+}
+
+// tryMalloc is TryMalloc under the shard's lock, without the alert.
+func (s *Shared) tryMalloc(n int) ([]byte, error) {
 	sh := s.home()
 	sh.Lock.Lock()
 	defer sh.Unlock()
@@ -101,6 +121,13 @@ func (s *Shared) Free(b []byte) {
 	if len(b) == 0 {
 		return
 	}
+	s.free(b)
+	s.alert.Notify()
+}
+
+// free is Free of a non-empty b under the owning shard's lock, without the
+// alert.
+func (s *Shared) free(b []byte) {
 	p := sliceAddr(b)
 	e := p + uintptr(len(b))
 	// The common case first: memory freed on the goroutine, and so the
@@ -148,6 +175,13 @@ func (s *Shared) FreeRest(b []byte, keep int) []byte {
 // Borrowed memory must not be freed. It costs the bump of Allocator.Borrow
 // plus the lock.
 func (s *Shared) Borrow(n int) []byte {
+	b := s.borrow(n)
+	s.alert.Notify()
+	return b
+}
+
+// borrow is Borrow under the shard's lock, without the alert.
+func (s *Shared) borrow(n int) []byte {
 	sh := s.home()
 	sh.Lock.Lock()
 	defer sh.Unlock()
@@ -171,7 +205,8 @@ func (s *Shared) Trim() int {
 // Close is [Allocator.Close] on every shard.
 func (s *Shared) Close() { s.each(func(a *Allocator) { a.Close() }) }
 
-// each calls f with each shard's Allocator, under the shard's lock.
+// each calls f with each shard's Allocator, under the shard's lock, and
+// then the alert with no lock held.
 func (s *Shared) each(f func(a *Allocator)) {
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -181,6 +216,7 @@ func (s *Shared) each(f func(a *Allocator)) {
 			f(sh.a)
 		}()
 	}
+	s.alert.Notify()
 }
 
 // ReadStats fills *st with the exact figures of every shard added up: it

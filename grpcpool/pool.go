@@ -2,7 +2,6 @@ package grpcpool
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/sysmem"
@@ -23,14 +22,16 @@ const DefaultMaxSize = 4 << 20
 // The zero value is not usable: create it with New. It must not be copied
 // after first use.
 //
-// Get and Put cost bytepool's Get and Put (see [bytepool.Pool]) plus a sync.Pool Get or Put of the *[]byte header, and allocate
-// nothing once warm (a header dropped by a GC cycle is made again: 24 bytes,
-// amortized over many calls). Buffers are rounded up to bytepool's classes,
-// are not zeroed, and live on the Go heap; idle ones go back to the GC as
-// bytepool's Elastic policy says.
+// Get and Put cost bytepool's Get and Put (see [bytepool.Pool]) plus a pop
+// or push of the *[]byte header on a shard of idle headers (one
+// uncontended compare-and-swap), and allocate nothing once warm: the pool
+// keeps up to 4096 idle headers (96 KiB) however often the GC runs.
+// Buffers are rounded up to bytepool's classes, are not zeroed, and live on
+// the Go heap; idle ones go back to the GC as bytepool's Elastic retention
+// rule says.
 type Pool struct {
 	bp      *bytepool.Pool
-	headers sync.Pool // of *[]byte, each holding nil while idle
+	headers headers // the idle *[]byte headers, each holding nil (headers.go)
 }
 
 var _ mem.BufferPool = (*Pool)(nil)
@@ -81,10 +82,7 @@ func (p *Pool) Get(length int) *[]byte {
 	if length >= sysmem.ProbeMin && !sysmem.Available(uint64(length)) {
 		panic(fmt.Sprintf(errNoMemory, length))
 	}
-	h, _ := p.headers.Get().(*[]byte)
-	if h == nil {
-		h = new([]byte)
-	}
+	h := p.headers.get()
 	*h = p.bp.Get(length)
 	return h
 }
@@ -115,13 +113,23 @@ func (p *Pool) Put(h *[]byte) {
 	}
 	*h = nil
 	p.bp.Put(b)
-	p.headers.Put(h)
+	p.headers.put(h)
 }
 
 // BytePool returns the bytepool.Pool the buffers come from.
 func (p *Pool) BytePool() *bytepool.Pool { return p.bp }
 
 // ReadStats fills *st with the statistics of the bytepool.Pool.
+//
+// With New's own pool, an Elastic bytepool, Allocs, Frees, LiveObjects and
+// InUseBytes are estimates from a 1-in-64 sample of the buffers
+// (st.Estimated is true, and the debug page and Prometheus help say so): a
+// server that recycles a few buffers may show 0 allocations beside many
+// grows. For exact counts give New a pool that counts every Get and Put,
+// at one shared atomic add per call:
+//
+//	bp, _ := bytepool.New(bytepool.WithMaxSize(grpcpool.DefaultMaxSize), bytepool.WithExactStats())
+//	p, _ := grpcpool.New(grpcpool.WithBytePool(bp))
 func (p *Pool) ReadStats(st *stats.Stats) { p.bp.ReadStats(st) }
 
 // ServerOption returns the server option that makes a gRPC server use p

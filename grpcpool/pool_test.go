@@ -117,3 +117,29 @@ func Example() {
 	p.Put(h)
 	// Output: 65536
 }
+
+// The default pool's counts are estimates and say so; a pool given a
+// bytepool built WithExactStats, as ReadStats's doc says, counts exactly:
+// 2,000 Get+Put of 64 KiB show 2,000 allocations, not "allocs 0, grows 1".
+func TestPool_ExactStatsThroughWithBytePool(t *testing.T) {
+	def, _ := grpcpool.New()
+	bp, err := bytepool.New(bytepool.WithMaxSize(grpcpool.DefaultMaxSize), bytepool.WithExactStats())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, _ := grpcpool.New(grpcpool.WithBytePool(bp))
+	for _, p := range []*grpcpool.Pool{def, exact} {
+		for range 2000 {
+			p.Put(p.Get(64 << 10))
+		}
+	}
+	var s stats.Stats
+	def.ReadStats(&s)
+	if !s.Estimated {
+		t.Fatalf("the default pool's stats are not marked estimated: %v", &s)
+	}
+	exact.ReadStats(&s)
+	if s.Estimated || s.Allocs != 2000 || s.Frees != 2000 || s.LiveObjects != 0 {
+		t.Fatalf("WithBytePool(WithExactStats): estimated %v, %v; want 2000 exact allocs and frees", s.Estimated, &s)
+	}
+}

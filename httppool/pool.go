@@ -11,8 +11,8 @@
 //
 // Get and Put cost a bytepool Get and Put and never allocate (no boxing of
 // the slice header, which a sync.Pool of []byte pays on every Put), and idle
-// buffers go back to the GC within three GC cycles after a burst (bytepool's
-// Elastic policy).
+// buffers stay warm through GC cycles and go back to the GC within two
+// seconds once a burst is over (bytepool's Elastic retention rule).
 package httppool
 
 import (

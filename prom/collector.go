@@ -36,20 +36,24 @@ type classStat struct {
 	value      func(*memkit.ClassStats) uint64
 }
 
+// estimateNote ends the help of every figure an Elastic bytepool estimates
+// (memkit.Stats.Estimated).
+const estimateNote = " For an Elastic bytepool without bytepool.WithExactStats (grpcpool and httppool by default) this is an estimate from a 1-in-64 sample of its buffers, so a few recycled buffers may show 0 beside many grows."
+
 var stats = [...]stat{
-	{"memkit_in_use_bytes", "Bytes in objects the allocator handed out and has not taken back, counted at the capacity it reserved for them.",
+	{"memkit_in_use_bytes", "Bytes in objects the allocator handed out and has not taken back, counted at the capacity it reserved for them." + estimateNote,
 		prometheus.GaugeValue, func(s *memkit.Stats) uint64 { return s.InUseBytes }},
 	{"memkit_reserved_bytes", "Bytes the allocator holds: in use plus idle memory kept for reuse. Memory already given back to the GC or the OS is not counted.",
 		prometheus.GaugeValue, func(s *memkit.Stats) uint64 { return s.ReservedBytes }},
-	{"memkit_live_objects", "Objects the allocator handed out and has not taken back.",
+	{"memkit_live_objects", "Objects the allocator handed out and has not taken back." + estimateNote,
 		prometheus.GaugeValue, func(s *memkit.Stats) uint64 { return s.LiveObjects }},
 	{"memkit_free_bytes", "Reserved bytes a range allocator (extent, buddy) can carve allocations from: reserved less in use. Zero for pools.",
 		prometheus.GaugeValue, func(s *memkit.Stats) uint64 { return s.FreeBytes }},
 	{"memkit_largest_free_bytes", "The largest piece of free memory of a range allocator: the largest request it serves without new memory. 1 - this / memkit_free_bytes is the fragmentation. Zero for pools.",
 		prometheus.GaugeValue, func(s *memkit.Stats) uint64 { return s.LargestFree }},
-	{"memkit_allocs_total", "Successful allocations, heap fallbacks included.",
+	{"memkit_allocs_total", "Successful allocations, heap fallbacks included." + estimateNote,
 		prometheus.CounterValue, func(s *memkit.Stats) uint64 { return s.Allocs }},
-	{"memkit_frees_total", "Objects returned to the allocator and accepted.",
+	{"memkit_frees_total", "Objects returned to the allocator and accepted." + estimateNote,
 		prometheus.CounterValue, func(s *memkit.Stats) uint64 { return s.Frees }},
 	{"memkit_heap_fallbacks_total", "Allocations served by the Go heap instead of the allocator's own memory: sizes above the largest class, or requests made while a budget was exhausted.",
 		prometheus.CounterValue, func(s *memkit.Stats) uint64 { return s.HeapFallbacks }},
@@ -64,17 +68,17 @@ var stats = [...]stat{
 }
 
 var classStats = [...]classStat{
-	{"memkit_class_in_use_bytes", "Bytes in objects of this size class handed out and not yet returned.",
+	{"memkit_class_in_use_bytes", "Bytes in objects of this size class handed out and not yet returned." + estimateNote,
 		prometheus.GaugeValue, func(c *memkit.ClassStats) uint64 { return c.InUseBytes }},
 	{"memkit_class_reserved_bytes", "Bytes the allocator holds for this size class: in use plus idle.",
 		prometheus.GaugeValue, func(c *memkit.ClassStats) uint64 { return c.ReservedBytes }},
-	{"memkit_class_live_objects", "Objects of this size class handed out and not yet returned.",
+	{"memkit_class_live_objects", "Objects of this size class handed out and not yet returned." + estimateNote,
 		prometheus.GaugeValue, func(c *memkit.ClassStats) uint64 { return c.LiveObjects }},
 	{"memkit_class_idle_objects", "Objects of this size class held for reuse.",
 		prometheus.GaugeValue, func(c *memkit.ClassStats) uint64 { return c.IdleObjects }},
-	{"memkit_class_allocs_total", "Successful allocations served from this size class.",
+	{"memkit_class_allocs_total", "Successful allocations served from this size class." + estimateNote,
 		prometheus.CounterValue, func(c *memkit.ClassStats) uint64 { return c.Allocs }},
-	{"memkit_class_frees_total", "Objects of this size class returned and accepted.",
+	{"memkit_class_frees_total", "Objects of this size class returned and accepted." + estimateNote,
 		prometheus.CounterValue, func(c *memkit.ClassStats) uint64 { return c.Frees }},
 	{"memkit_class_grows_total", "Times the allocator obtained new memory for this size class.",
 		prometheus.CounterValue, func(c *memkit.ClassStats) uint64 { return c.Grows }},

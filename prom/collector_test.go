@@ -277,7 +277,7 @@ func TestCollector_ClassSetChanges(t *testing.T) {
 	src.st.Classes = append(src.st.Classes, memkit.ClassStats{Size: 1 << 40, Allocs: 9})
 	src.mu.Unlock()
 	const want = `
-# HELP memkit_class_allocs_total Successful allocations served from this size class.
+# HELP memkit_class_allocs_total Successful allocations served from this size class. For an Elastic bytepool without bytepool.WithExactStats (grpcpool and httppool by default) this is an estimate from a 1-in-64 sample of its buffers, so a few recycled buffers may show 0 beside many grows.
 # TYPE memkit_class_allocs_total counter
 memkit_class_allocs_total{allocator="fake",class="16"} 3
 memkit_class_allocs_total{allocator="fake",class="40"} 6
@@ -380,5 +380,29 @@ func TestCollector_KeptMetricsStayValid(t *testing.T) {
 	}
 	if n != 20 {
 		t.Errorf("first Collect sent %d metrics, want 20", n)
+	}
+}
+
+// The help of every figure an Elastic bytepool estimates says so, and how
+// to count exactly; the exact figures' help does not.
+func TestCollector_HelpSaysWhichFiguresAreEstimates(t *testing.T) {
+	estimated := map[string]bool{
+		"memkit_in_use_bytes": true, "memkit_live_objects": true, "memkit_allocs_total": true, "memkit_frees_total": true,
+		"memkit_class_in_use_bytes": true, "memkit_class_live_objects": true, "memkit_class_allocs_total": true, "memkit_class_frees_total": true,
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(prom.NewCollector("fake", &fakeSource{st: memkit.Stats{Allocs: 1, Classes: []memkit.ClassStats{{Size: 16, Allocs: 1}}}}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) == 0 {
+		t.Fatal("nothing gathered")
+	}
+	for _, mf := range mfs {
+		says := strings.Contains(mf.GetHelp(), "an estimate from a 1-in-64 sample") && strings.Contains(mf.GetHelp(), "bytepool.WithExactStats")
+		if says != estimated[mf.GetName()] {
+			t.Errorf("%s: help says estimate %v; want %v: %q", mf.GetName(), says, estimated[mf.GetName()], mf.GetHelp())
+		}
 	}
 }

@@ -30,6 +30,7 @@ type panel struct {
 	ID         int          `json:"id"`
 	Type       string       `json:"type"`
 	Title      string       `json:"title"`
+	Desc       string       `json:"description"`
 	Datasource *datasource  `json:"datasource"`
 	GridPos    *gridPos     `json:"gridPos"`
 	Targets    []target     `json:"targets"`
@@ -279,5 +280,32 @@ func TestDashboard_Model(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Every panel that charts a figure an Elastic bytepool estimates (in use,
+// live objects, allocs, frees) says it is an estimate and how to count
+// exactly, as the help text does.
+func TestDashboard_EstimatedFiguresSaySo(t *testing.T) {
+	estimated := regexp.MustCompile(`memkit_(class_)?(in_use_bytes|live_objects|allocs_total|frees_total)\b`)
+	var walk func([]panel)
+	n := 0
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			walk(p.Panels)
+			for _, tg := range p.Targets {
+				if estimated.MatchString(tg.Expr) {
+					n++
+					if !strings.Contains(p.Desc, "estimates from a 1-in-64 sample") || !strings.Contains(p.Desc, "bytepool.WithExactStats") {
+						t.Errorf("panel %q charts %s without saying it may be an estimate: %q", p.Title, tg.Expr, p.Desc)
+					}
+					break
+				}
+			}
+		}
+	}
+	walk(loadDashboard(t).Panels)
+	if n == 0 {
+		t.Fatal("no panel charts an estimated figure")
 	}
 }

@@ -17,6 +17,16 @@ const (
 	// Overwrite drops the oldest record to make room, as the seed's ring
 	// does. Every dropped record is counted ([Ring.Dropped], and in
 	// Stats.Frees), never silently lost.
+	//
+	// It cannot drop a record a reader holds through [Ring.Peek]: a Write
+	// that needs that slot waits for its [Ring.Release], and one that must
+	// drop a record still being written waits for its [Ring.Commit]. A
+	// goroutine that holds the Peek (or Reserve) a full ring's next Write
+	// needs, and then calls Write itself, waits forever: the ring keeps no
+	// goroutine identity, so it cannot tell that goroutine from a reader
+	// on another one that will release soon. Release (or Commit) before
+	// writing on the same goroutine, or use [Ring.WriteContext] with a
+	// deadline, which then returns the context's error.
 	Overwrite
 	// Block makes Write wait until a reader frees a slot, and WriteContext
 	// until then or until its context ends.

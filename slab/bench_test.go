@@ -3,11 +3,11 @@ package slab_test
 import (
 	"testing"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/slab"
+	"github.com/memkit/memkit/stats"
 )
 
 // Cross-library comparisons live in cmd/memkit (memkit bench); these compare
@@ -15,7 +15,7 @@ import (
 
 var benchSizes = []int{64, 512, 4 << 10}
 
-func sizeName(n int) string { return "size=" + memkit.FormatBytes(uint64(n)) }
+func sizeName(n int) string { return "size=" + stats.FormatBytes(uint64(n)) }
 
 func BenchmarkArena_AllocDecRef(b *testing.B) {
 	for _, n := range benchSizes {

@@ -72,6 +72,14 @@ type Stats struct {
 	// the GC; it is never filed into a class it does not fit.
 	BadFrees uint64
 
+	// Estimated reports that InUseBytes, LiveObjects, Allocs and Frees, in
+	// total and in the class rows, are estimates from a sample of the
+	// objects, not counts: an Elastic bytepool's, and so grpcpool's and
+	// httppool's by default, unless the pool was built with
+	// bytepool.WithExactStats. Every other figure is exact. The debug page,
+	// the Prometheus help text and the dashboard say so.
+	Estimated bool
+
 	// Classes holds one row per size class, smallest first. Allocators
 	// without size classes leave it empty.
 	Classes []ClassStats
@@ -151,6 +159,7 @@ func (s *Stats) Add(o *Stats) {
 	s.Grows += o.Grows
 	s.Releases += o.Releases
 	s.BadFrees += o.BadFrees
+	s.Estimated = s.Estimated || o.Estimated
 	for _, oc := range o.Classes {
 		i := 0
 		for i < len(s.Classes) && s.Classes[i].Size < oc.Size {

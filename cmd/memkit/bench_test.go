@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // BenchmarkWorkloads runs every registered bench as a sub-benchmark, so
 // that `go test -bench . -benchtime 1x` exercises each once, and so that
@@ -8,11 +11,12 @@ import "testing"
 //
 //	go test -run '^$' -bench 'Workloads/GetPut/size=4KiB' -count 6 | benchstat -col /impl -
 //
-// With -short, BurstIdle holds 32 MiB instead of 512 MiB.
+// With -short, BurstIdle holds 32 MiB instead of 512 MiB, and BurstIdle and
+// GRPCGrowIdle do not idle before their GC cycles.
 func BenchmarkWorkloads(b *testing.B) {
 	if testing.Short() {
-		defer func(c int) { burst.count = c }(burst.count)
-		burst.count = 512
+		defer func(c int, t, g time.Duration) { burst.count, burstIdleTime, grpcIdle = c, t, g }(burst.count, burstIdleTime, grpcIdle)
+		burst.count, burstIdleTime, grpcIdle = 512, 0, 0
 	}
 	for _, bn := range benches {
 		b.Run(bn.workload+"/impl="+bn.impl, bn.run)

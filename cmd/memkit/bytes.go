@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bytedance/gopkg/lang/mcache"
 	libp2p "github.com/libp2p/go-buffer-pool"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
+	"github.com/memkit/memkit/grpcpool/grpctest"
+	"github.com/memkit/memkit/stats"
 )
 
 // This file is the []byte family: bytepool against make, sync.Pool and the
@@ -208,8 +211,14 @@ var sizes = []int{64, 512, 4 << 10, 64 << 10, 1 << 20}
 // (512 MiB). Tests shrink it.
 var burst = struct{ size, count int }{64 << 10, 8192}
 
-// burstGCs is how many GC cycles BurstIdle lets pass before it measures.
+// burstGCs is how many GC cycles BurstIdle lets pass before it measures,
+// after burstIdleTime with no Gets.
 const burstGCs = 3
+
+// burstIdleTime is how long BurstIdle idles after the burst: the time
+// bytepool's retention rule takes to give back what no Get needs
+// (grpctest.IdleTime). With -short, tests set it to 0.
+var burstIdleTime = grpctest.IdleTime
 
 func byteWorkloads() []byteWorkload {
 	var ws []byteWorkload
@@ -248,7 +257,7 @@ func init() {
 	}
 }
 
-func sizeName(n int) string { return memkit.FormatBytes(uint64(n)) }
+func sizeName(n int) string { return stats.FormatBytes(uint64(n)) }
 
 // getPut is GetPut and Mixed: on one goroutine, Get the next size, touch
 // the buffer, Put it back. len(sizes) must be a power of two.
@@ -311,13 +320,16 @@ func crossGoroutine(b *testing.B, a allocator, n int) {
 }
 
 // burstIdle is BurstIdle: take count buffers of size bytes at once, return
-// them all, let burstGCs GC cycles pass, and report how much of the burst
+// them all, idle for burstIdleTime, let burstGCs GC cycles pass, and report
+// how much of the burst
 // the heap still holds (retained-B, retained-%), measured from before the
 // allocator was made, so a pool's up-front reservation counts. An allocator
 // that reports memkit.Stats also reports the most its Stats.ReservedBytes
 // reached (peak-reserved-B) and how many Gets it served from the heap
 // instead of its own memory (heap-fallbacks: a Bounded pool past its
-// budget). ns/op is the time of one burst's Gets and Puts.
+// budget), and allocs/new-buf: the heap allocations of the burst's Gets
+// per buffer, each one new to the fresh allocator (make's is 1). ns/op is
+// the time of one burst's Gets and Puts.
 func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 	b.ReportAllocs()
 	hold := make([]buf, count)
@@ -325,6 +337,7 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 		ms             runtime.MemStats
 		st             memkit.Stats
 		retained, peak uint64
+		perBuf         float64 // allocations per buffer of the burst, all new
 		fallbacks      uint64
 		hasStats       bool
 		readPeak       = func(a allocator) {
@@ -342,6 +355,8 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 		base := ms.HeapInuse
 		a := newAlloc()
 		l, release := local(a)
+		runtime.ReadMemStats(&ms)
+		mallocs := ms.Mallocs
 		b.StartTimer()
 		for i := range hold {
 			p, h := l.get(size)
@@ -349,6 +364,8 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 			hold[i] = buf{p, h}
 		}
 		b.StopTimer()
+		runtime.ReadMemStats(&ms)
+		perBuf = float64(ms.Mallocs-mallocs) / float64(count)
 		readPeak(a)
 		b.StartTimer()
 		for i := range hold {
@@ -357,6 +374,7 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 		}
 		release()
 		b.StopTimer()
+		time.Sleep(burstIdleTime)
 		settle()
 		runtime.ReadMemStats(&ms)
 		if ms.HeapInuse > base {
@@ -366,6 +384,7 @@ func burstIdle(b *testing.B, newAlloc func() allocator, size, count int) {
 		runtime.KeepAlive(a) // a long-lived pool: it must not be collected
 	}
 	b.StartTimer()
+	b.ReportMetric(perBuf, "allocs/new-buf")
 	b.ReportMetric(float64(retained), "retained-B")
 	b.ReportMetric(100*float64(retained)/float64(size*count), "retained-%")
 	if hasStats {

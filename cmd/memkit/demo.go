@@ -24,6 +24,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/prom"
+	"github.com/memkit/memkit/stats"
 )
 
 const ingestUsage = `usage: memkit demo ingest [flags]
@@ -342,7 +343,7 @@ func printDemo(w io.Writer, r *demoReport) {
 	row("heap allocs per request", func(p *demoPhase) float64 { return p.AllocsPerRequest }, fixed(1), true)
 	row("heap bytes per request", func(p *demoPhase) float64 { return p.BytesPerRequest }, fixed(0), true)
 	row("peak heap", func(p *demoPhase) float64 { return float64(p.PeakHeap) },
-		func(v float64) string { return memkit.FormatBytes(uint64(v)) }, true)
+		func(v float64) string { return stats.FormatBytes(uint64(v)) }, true)
 	row("responses differing", func(p *demoPhase) float64 { return float64(p.Mismatches) }, fixed(0), false)
 	tw.Flush()
 	fmt.Fprint(w, `

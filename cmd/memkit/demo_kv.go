@@ -20,8 +20,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/proc"
+	"github.com/memkit/memkit/stats"
 )
 
 // This file is memkit demo's headline scenario: a key-value HTTP service
@@ -179,7 +179,7 @@ func runKVDemo(stdout, stderr io.Writer, args []string) error {
 	}
 	for _, svc := range kvDemoServices {
 		fmt.Fprintf(stderr, "running %s service (%s): %d entries (%s), %v warm-up, %v at %d req/s...\n",
-			svc.name, strings.Join(env, " "), cfg.entries, memkit.FormatBytes(uint64(data)), cfg.warmup, cfg.duration, cfg.rate)
+			svc.name, strings.Join(env, " "), cfg.entries, stats.FormatBytes(uint64(data)), cfg.warmup, cfg.duration, cfg.rate)
 		ph, err := runKVPhase(stderr, cfg, env, svc.store)
 		if err != nil {
 			return fmt.Errorf("demo: %s service: %w", svc.name, err)
@@ -500,10 +500,10 @@ func printKVDemo(w io.Writer, r *kvDemoReport) {
 	first := &r.Services[0]
 	limit := "no GOMEMLIMIT"
 	if first.GoMemLimit > 0 && first.GoMemLimit < 1<<62 {
-		limit = "GOMEMLIMIT=" + memkit.FormatBytes(uint64(first.GoMemLimit))
+		limit = "GOMEMLIMIT=" + stats.FormatBytes(uint64(first.GoMemLimit))
 	}
 	fmt.Fprintf(w, "memkit demo: a key-value HTTP service, %d entries (%s of keys and values), %s, %d req/s (90%% GET, 10%% PUT) over %d connections, %s warm-up and %s measured per service\n",
-		r.Entries, memkit.FormatBytes(uint64(first.DataBytes)), limit, r.Rate, r.Conns, r.Warmup, r.Duration)
+		r.Entries, stats.FormatBytes(uint64(first.DataBytes)), limit, r.Rate, r.Conns, r.Warmup, r.Duration)
 	fmt.Fprintf(w, "%s\n\n", r.Machine)
 	byName := map[string]*kvDemoPhase{}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -531,7 +531,7 @@ func printKVDemo(w io.Writer, r *kvDemoReport) {
 	fixed := func(prec int) func(float64) string {
 		return func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
 	}
-	bytesOf := func(v float64) string { return memkit.FormatBytes(uint64(v)) }
+	bytesOf := func(v float64) string { return stats.FormatBytes(uint64(v)) }
 	row("RSS", func(p *kvDemoPhase) float64 { return float64(p.RSS) }, bytesOf, true)
 	row("RSS / data", func(p *kvDemoPhase) float64 { return float64(p.RSS) / float64(p.DataBytes) }, fixed(2), true)
 	row("CPU per request", func(p *kvDemoPhase) float64 { return p.CPUPerRequest }, formatMicros, true)

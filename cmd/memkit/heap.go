@@ -15,8 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/proc"
+	"github.com/memkit/memkit/stats"
 )
 
 // This file is `memkit heap`: the large-heap comparison of issue 22. Each
@@ -165,7 +165,7 @@ func runHeap(stdout, stderr io.Writer, args []string) error {
 		}
 		for _, store := range cfg.stores {
 			fmt.Fprintf(stderr, "heap: %s, %s: %d entries (%s), %d ops/s for %v...\n",
-				store, strings.Join(env, " "), cfg.entries, memkit.FormatBytes(uint64(data)), cfg.rate, cfg.duration)
+				store, strings.Join(env, " "), cfg.entries, stats.FormatBytes(uint64(data)), cfg.rate, cfg.duration)
 			out, err := runChild(stderr, env, heapChildCmd,
 				"--store", store, "--entries", strconv.Itoa(cfg.entries), "--rate", strconv.Itoa(cfg.rate),
 				"--duration", cfg.duration.String(), "--workers", strconv.Itoa(cfg.workers),
@@ -364,9 +364,9 @@ func printHeap(w io.Writer, cfg *heapConfig, results []heapResult) {
 		}
 		what := "GOGC=100"
 		if setting == "memlimit" {
-			what = fmt.Sprintf("GOGC=100, GOMEMLIMIT=%s (1.6× the data)", memkit.FormatBytes(uint64(col[0].GoMemLimit)))
+			what = fmt.Sprintf("GOGC=100, GOMEMLIMIT=%s (1.6× the data)", stats.FormatBytes(uint64(col[0].GoMemLimit)))
 		}
-		fmt.Fprintf(w, "\n%s, data (keys + values) %s\n", what, memkit.FormatBytes(uint64(col[0].DataBytes)))
+		fmt.Fprintf(w, "\n%s, data (keys + values) %s\n", what, stats.FormatBytes(uint64(col[0].DataBytes)))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "\t")
 		for _, r := range col {
@@ -380,7 +380,7 @@ func printHeap(w io.Writer, cfg *heapConfig, results []heapResult) {
 			}
 			fmt.Fprintln(tw)
 		}
-		bytesOf := func(v uint64) string { return memkit.FormatBytes(v) }
+		bytesOf := func(v uint64) string { return stats.FormatBytes(v) }
 		row("RSS", func(r *heapResult) string { return bytesOf(r.RSS) })
 		row("RSS / data", func(r *heapResult) string { return fmt.Sprintf("%.2f", float64(r.RSS)/float64(r.DataBytes)) })
 		row("peak RSS", func(r *heapResult) string { return bytesOf(r.PeakRSS) })

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 )
 
 // This file is memkit bench --html: a report page that needs nothing but
@@ -214,7 +214,7 @@ func formatBytesCell(v float64) string {
 	if v < 1024 {
 		return formatCount(v) + " B"
 	}
-	s := memkit.FormatBytes(uint64(v))
+	s := stats.FormatBytes(uint64(v))
 	i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' })
 	return s[:i] + " " + s[i:]
 }

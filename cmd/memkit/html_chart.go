@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -119,7 +119,7 @@ func workloadPanels(c *chartData) (panels []*panel, rotate bool) {
 		panels = append(panels, barPanel("allocations", "allocs/op", c.impls, c.allocs, count, 1, compact))
 	}
 	if slices.ContainsFunc(c.retained, func(v float64) bool { return v > 0 }) {
-		b := func(v float64) string { return memkit.FormatBytes(uint64(max(v, 0))) }
+		b := func(v float64) string { return stats.FormatBytes(uint64(max(v, 0))) }
 		panels = append(panels, barPanel("retained after the burst", "bytes", c.impls, c.retained, b, binaryUnit(slices.Max(c.retained)), b))
 	}
 	rotate = slices.ContainsFunc(c.impls, func(im string) bool { return textStyle(labelSize).Width(im) > perBar-4 })

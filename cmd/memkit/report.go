@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memkit/memkit"
+	"github.com/memkit/memkit/stats"
 )
 
 // pkgPath is the pkg: line of the bench format.
@@ -194,7 +194,7 @@ func formatExtra(m map[string]float64) string {
 		v := m[k]
 		switch {
 		case strings.HasSuffix(k, "-B") && v >= 0:
-			fmt.Fprintf(&b, "%s=%s", k, memkit.FormatBytes(uint64(v)))
+			fmt.Fprintf(&b, "%s=%s", k, stats.FormatBytes(uint64(v)))
 		case v == math.Trunc(v) && math.Abs(v) < 1e15:
 			fmt.Fprintf(&b, "%s=%d", k, int64(v))
 		default:

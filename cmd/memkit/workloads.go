@@ -15,7 +15,7 @@ var workloadDocs = map[string]string{
 	"GetPutParallel":         "GetPut on every P at once (b.RunParallel): contention in the pool",
 	"Mixed":                  "GetPut over a spread of sizes: log-uniform 64B-64KiB, or sizes just over each class boundary",
 	"CrossGoroutine":         "a buffer got on one goroutine and put back on another, through a channel",
-	"BurstIdle":              "a 512MiB burst of live buffers, then idle GC cycles: the memory retained afterwards (retained-B), not speed",
+	"BurstIdle":              "a 512MiB burst of live buffers, then 2.25s idle and 3 GC cycles: the memory retained afterwards (retained-B), not speed",
 	"SlabAllocFree":          "slab.Arena Alloc and DecRef of one size on one goroutine, beside pools of the same size",
 	"SlabAllocFreeParallel":  "the Shared slab arena's Alloc and DecRef on every P at once",
 	"SlabChain":              "a 64MiB payload written as a chain of 64KiB slab chunks, then read back",
@@ -33,9 +33,11 @@ var workloadDocs = map[string]string{
 	"BufferGetWriteFree":     "get a growable buffer, write 1000 bytes, free it: buffer.Get beside bytebufferpool and sync.Pool",
 	"BufferReader":           "one read operation of buffer.Reader over 1KiB segments, beside bytes.Reader",
 	"GRPC":                   "one RPC through a real gRPC server and client on loopback, with grpcpool or gRPC's default buffer pool",
+	"GRPCBench":              "one RPC of gRPC's own benchmark service (grpc-go's benchmark packages), 8 in flight, with grpcpool or gRPC's default as the process's pool",
+	"GRPCBenchEqualHeap":     "GRPCBench with GOGC off and one memory limit for both pools (16MiB above the process's memory): GC cycles at equal memory",
 	"KV":                     "a byte map of 64Ki entries (16-byte keys, 100-1100-byte values): Get, overwriting Set, or 9 Gets to 1 Set, on one goroutine",
 	"KVParallel":             "KV on every P at once (b.RunParallel): the map's locking under contention",
-	"GRPCGrowIdle":           "grpc-go issue 8500: responses growing 1MiB-4MiB, then idle GC cycles: GC work and heap kept, not speed",
+	"GRPCGrowIdle":           "grpc-go issue 8500: responses growing 1MiB-4MiB, then 2.25s idle and 2 GC cycles: GC work and heap kept, not speed",
 }
 
 // family is a workload's name up to its first "/": GetPut of GetPut/size=4KiB.

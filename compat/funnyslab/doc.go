@@ -26,7 +26,7 @@
 // free lists, one uncontended compare-and-swap and a bit flip per Alloc or
 // Free, no allocation; the three locking schemes are gone.
 // NewSyncPool is an Elastic bytepool.Pool: buffers from the Go heap, kept for
-// reuse and given back to the GC within three GC cycles, without
+// reuse and given back to the GC within two seconds once idle, without
 // sync.Pool's boxing allocation per Free (funny/slab's SyncPool cost 32 B and
 // one allocation per Alloc/Free pair).
 //

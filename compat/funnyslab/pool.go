@@ -63,8 +63,8 @@ type ChanPool struct{ pool }
 type LockPool struct{ pool }
 
 // SyncPool is funny/slab's sync.Pool-based pool: an Elastic bytepool.Pool,
-// whose buffers live on the Go heap and go back to the GC within three
-// GC cycles once idle. It is safe for concurrent use by multiple goroutines;
+// whose buffers live on the Go heap and go back to the GC within two
+// seconds once idle (bytepool's Elastic retention rule). It is safe for concurrent use by multiple goroutines;
 // Alloc and Free never allocate once warm. It must be created with
 // NewSyncPool.
 type SyncPool struct{ pool }

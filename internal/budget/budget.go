@@ -12,9 +12,10 @@ import "sync/atomic"
 // Budget accounts the bytes an allocator holds. The zero value and a nil
 // *Budget are unlimited and never call back. It is safe for concurrent use.
 type Budget struct {
-	limit int64 // 0: none
-	edge  Edge  // threshold 0: no callback
-	used  atomic.Int64
+	limit    int64 // 0: none
+	edge     Edge  // threshold 0: no callback
+	deferred bool  // the callback waits for Notify (see Defer)
+	used     atomic.Int64
 }
 
 // New returns a budget of limit bytes (0 for none) that calls fn with the
@@ -83,12 +84,36 @@ func (b *Budget) Release(n int64) {
 	b.crossed()
 }
 
+// Defer makes the callback wait for [Budget.Notify]: charges and releases
+// then only count, and the owner calls Notify once it holds no lock, so that
+// the callback may call the owner's methods (ReadStats takes every shard's
+// lock). Call it before the budget is used.
+func (b *Budget) Defer() {
+	if b != nil {
+		b.deferred = true
+	}
+}
+
+// Notify calls fn for each crossing of the threshold since the last call,
+// as an undeferred budget does inside Charge and Release. A deferred
+// budget's owner calls it after every call that may have charged or
+// released, with no lock held; it costs a load or two when nothing
+// crossed. The crossing may be reported on another goroutine than the one
+// whose charge made it, if that one's Notify comes later.
+func (b *Budget) Notify() {
+	if b == nil || b.edge.threshold == 0 {
+		return
+	}
+	for b.edge.Flip(b.used.Load()) {
+	}
+}
+
 // crossed calls fn for each crossing of the threshold since the last
 // call. It rereads the counter after each flip, so that when charges and
 // releases race, the state the last of them leaves agrees with the bytes in
 // use (a flip computed from a stale value is undone at once).
 func (b *Budget) crossed() {
-	if b.edge.threshold == 0 {
+	if b.edge.threshold == 0 || b.deferred {
 		return
 	}
 	for b.edge.Flip(b.used.Load()) {

@@ -143,3 +143,32 @@ func TestEdge_Flip(t *testing.T) {
 		t.Fatal("the zero Edge flipped")
 	}
 }
+
+func TestBudget_DeferredCallsOnlyInNotify(t *testing.T) {
+	var calls []bool
+	b := New(0, 100, func(_ int64, above bool) { calls = append(calls, above) })
+	b.Defer()
+	b.Charge(150)
+	if len(calls) != 0 {
+		t.Fatalf("a deferred budget called back inside Charge: %v", calls)
+	}
+	b.Notify()
+	b.Notify()
+	if len(calls) != 1 || !calls[0] {
+		t.Fatalf("after Notify: %v; want one crossing up", calls)
+	}
+	b.Release(100)
+	b.Charge(100)
+	b.Notify() // back above: the round trip in between crossed nothing net
+	if len(calls) != 1 {
+		t.Fatalf("a round trip between Notifies called back: %v", calls)
+	}
+	b.Release(100)
+	b.Notify()
+	if len(calls) != 2 || calls[1] {
+		t.Fatalf("after the release: %v; want a crossing down", calls)
+	}
+	var nb *Budget
+	nb.Defer()
+	nb.Notify()
+}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -213,6 +214,34 @@ func CheckPanic(t testing.TB, want string, f func()) {
 		t.Fatalf("no panic; want %q", want)
 	case got != want:
 		t.Fatalf("panic %q; want %q", got, want)
+	}
+}
+
+// Returns fails the test if f does not return within a minute: for code
+// that deadlocks rather than fails (a callback that takes a lock its caller
+// holds spins forever). f runs on its own goroutine; a panic in it is
+// reported as a failure. The minute is a bound on a hang, not a speed
+// requirement: f is expected to take microseconds.
+func Returns(t testing.TB, what string, f func()) {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Sprint("panicked: ", r)
+				return
+			}
+			done <- ""
+		}()
+		f()
+	}()
+	select {
+	case msg := <-done:
+		if msg != "" {
+			t.Fatalf("%s %s", what, msg)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not return (a deadlock: a callback waiting for a lock its caller holds?)", what)
 	}
 }
 

@@ -142,7 +142,7 @@ func ReadWhileChurning(t *testing.T, name string, src StatsPublisher, c Churn, c
 			var prev, s memkit.Stats
 			for !stop.Load() {
 				if r == 1 {
-					_ = expvar.Get(name).String()
+					_ = expvar.Get(memkit.ExpvarName).String()
 				}
 				src.ReadStats(&s)
 				if err := check(&s, &prev); err != nil {

@@ -1,0 +1,384 @@
+package bytepool
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+	"weak"
+
+	"github.com/memkit/memkit/internal/clock"
+)
+
+// Retention of an Elastic pool's idle buffers. sync.Pool alone drops what
+// stayed idle through two GC cycles, and a program moving large messages
+// runs a GC every few of them: its pools would never stay warm. So each
+// class keeps a reserve behind its sync.Pool, and a tending step, run after
+// every GC cycle and by a timer while the pool holds idle buffers, moves
+// every buffer idle in the sync.Pool into the reserve before the GC can
+// drop it. A Get that finds the sync.Pool empty takes from the reserve
+// before it makes a buffer.
+//
+// What the reserve keeps follows demand, by its low-water mark: the fewest
+// buffers it held at any moment of a retention period. A Get pops from the
+// reserve only when no idle buffer is left in the sync.Pool, so those were
+// idle through the whole period while the pool served every Get of it; at
+// the end of the period the class gives back that many, its oldest, and
+// starts the next with the mark at what it holds then. Buffers the tending
+// step finds in the sync.Pool join the reserve without lowering the mark,
+// so each is kept for one whole period more. Periods run from one of the
+// timer's steps to the next (see tend). Hence, in time: the buffers the
+// peak of a period needed stay through the next period; an idle buffer is
+// given back at most two periods after demand last reached it; and the GC
+// frees it at its second cycle after that (the first runs its finalizer).
+// The step reads a monotonic clock (internal/clock) through an injectable
+// func, so tests drive it with a clock of their own.
+
+// RetentionPeriod is the retention period of an [Elastic] pool: at the end
+// of each, a class gives back the idle buffers no Get needed during all of
+// it (see the package documentation, "Retention").
+const RetentionPeriod = time.Second
+
+// drainMax bounds the buffers one tending step takes out of a class's
+// sync.Pool, in case other goroutines keep putting as fast as it takes.
+const drainMax = 1 << 16
+
+// retention is the tending state of an Elastic pool.
+type retention struct {
+	mu    sync.Mutex // serializes tend
+	start int64      // the clock when the current period began
+	clock func() int64
+	armed atomic.Bool
+	self  weak.Pointer[Pool] // for the GC hook and the timer, which must not keep the pool alive
+}
+
+// reserve is a class's idle buffers behind its sync.Pool, oldest first,
+// and its low-water mark.
+type reserve struct {
+	mu   sync.Mutex
+	bufs []unsafe.Pointer
+	low  int    // the fewest buffers held since the period began
+	gone uint64 // buffers given back
+
+	// Losses (see losing): the most releases not explained by buffers given
+	// back seen so far; whether the class lost buffers in this period; and
+	// whether it files every Put into the reserve because it did.
+	lostMax           int64
+	lostNow, retained bool
+	always            bool // a class of reserveOnly bytes or more: every Put files into the reserve
+}
+
+// What sync.Pool drops. The tending step empties every sync.Pool it can
+// reach, but a sync.Pool Get takes from another P's list only what that P
+// has in its shared part, not the one buffer in its private slot: a class
+// that no Get on that P asks for keeps a buffer there through two GC cycles
+// and loses it to the GC. And a GC cycle that comes before the tending step
+// after the previous one (a burst of cycles) drops what stayed idle through
+// both. So Put files a buffer into the reserve instead of the sync.Pool
+// while the class is short (elasticFields.short > 0), which it is in two
+// cases:
+//
+//   - A Get that found neither tier holding a buffer made one and added one
+//     to the shortfall; the next Put takes it off.
+//   - The class lost buffers to the GC: its Releases, which the finalizers
+//     count, went past what its reserve gave back (their running maximum,
+//     so that buffers given back and not yet finalized do not look like a
+//     loss when they are). The tending step adds lossBias to the shortfall,
+//     and takes it off at the end of the first period with no new loss. A
+//     buffer a user never puts back counts as lost, too.
+//
+// Put reads the shortfall with one load from the cache line it reads the
+// class size from; only slow paths write it.
+
+// lossBias is what a class losing buffers adds to its shortfall: more than
+// any count of Gets can take off.
+const lossBias = 1 << 40
+
+// reserveOnly is the smallest class whose Puts always file into the
+// reserve, as if the class were losing buffers for good: for buffers this
+// large a mutex costs nothing next to their use (a Get and Put pair costs
+// tens of nanoseconds more; writing 256 KiB takes microseconds), and a
+// sync.Pool would keep the one buffer in each P's private slot out of the
+// tending step's reach, so that an idle buffer of megabytes could wait for
+// two GC cycles instead of two periods.
+const reserveOnly = 256 << 10
+
+// newRetention sets up p's tending: its place in the list the GC hook
+// tends, and a cleanup that empties the reserves once p is collected. (The
+// classes' finalizer func holds the classes, so a reserve would otherwise
+// keep its buffers alive for good.)
+func (p *Pool) newRetention() {
+	p.ret = &retention{clock: clock.Now, self: weak.Make(p)}
+	p.ret.start = p.ret.clock()
+	tended.mu.Lock()
+	tended.pools = append(tended.pools, p.ret.self)
+	if !tended.hooked {
+		tended.hooked = true
+		runtime.SetFinalizer(new(gcSentinel), afterGC) // unreachable at once: its finalizer marks each GC cycle
+	}
+	tended.mu.Unlock()
+	runtime.AddCleanup(p, emptyReserves, p.elastic)
+}
+
+// emptyReserves drops every buffer the reserves of a collected pool hold.
+func emptyReserves(classes []elasticClass) {
+	for c := range classes {
+		r := &classes[c].res
+		r.mu.Lock()
+		r.bufs = nil
+		r.mu.Unlock()
+	}
+}
+
+// tended lists the Elastic pools the GC hook tends, weakly, so that the
+// list keeps none of them alive.
+var tended struct {
+	mu    sync.Mutex
+	pools []weak.Pointer[Pool]
+	// hooked: the GC hook is armed (once, by the first pool, for good).
+	hooked bool
+}
+
+// gcSentinel is unreachable from the moment the hook is armed; its
+// finalizer runs after every GC cycle and sets itself again, which keeps
+// the sentinel for the next cycle: the hook costs no allocation per cycle.
+// 16 bytes, so that it is not a tiny allocation, whose finalizer may never
+// run.
+type gcSentinel [16]byte
+
+// afterGC tends every Elastic pool after a GC cycle, forgets the ones
+// collected, and arms itself for the next cycle.
+func afterGC(s *gcSentinel) {
+	runtime.SetFinalizer(s, afterGC)
+	tended.mu.Lock()
+	defer tended.mu.Unlock()
+	live := tended.pools[:0]
+	for _, w := range tended.pools {
+		p := w.Value()
+		if p == nil {
+			continue
+		}
+		live = append(live, w)
+		if p.tend(false) {
+			p.arm()
+		}
+	}
+	clear(tended.pools[len(live):])
+	tended.pools = live
+}
+
+// arm starts the tending timer unless it runs already.
+func (p *Pool) arm() {
+	r := p.ret
+	if r.armed.Load() || !r.armed.CompareAndSwap(false, true) {
+		return
+	}
+	w := r.self
+	clock.AfterFunc(RetentionPeriod, func() {
+		p := w.Value()
+		if p == nil {
+			return
+		}
+		p.ret.armed.Store(false)
+		if p.tend(true) {
+			p.arm()
+		}
+	})
+}
+
+// tend moves every idle buffer of the classes' sync.Pools into their
+// reserves and, for the timer's step (mayEnd) if a retention period has
+// passed since the current one began, gives back what each reserve held
+// idle through all of it. It reports whether any reserve still holds a
+// buffer.
+//
+// Only the timer's steps end periods, so that periods run from one timer
+// step to the next: a buffer the step after demand fell finds in a
+// sync.Pool is given back at the timer's next step, two periods at most
+// after demand last needed it. (Were a GC cycle's step to end a period, the
+// timer's next step could fall just short of a period after it, and such a
+// buffer would wait a third.)
+func (p *Pool) tend(mayEnd bool) (holding bool) {
+	r := p.ret
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock()
+	end := mayEnd && now-r.start >= int64(RetentionPeriod)
+	if end {
+		r.start = now
+	}
+	for c := range p.elastic {
+		e := &p.elastic[c]
+		if e.res.tend(e, end) > 0 {
+			holding = true
+		}
+	}
+	return holding
+}
+
+// tend is the pool's tending step for one class: it drains e's sync.Pool
+// into the reserve and, at the end of a period, gives back the low-water
+// mark's worth of its oldest buffers. It returns how many the reserve then
+// holds.
+func (r *reserve) tend(e *elasticClass, end bool) int {
+	var batch [64]unsafe.Pointer
+	for taken := 0; taken < drainMax && r.mayDrain(e); {
+		n := e.takeFree(batch[:])
+		if n == 0 {
+			break
+		}
+		r.mu.Lock()
+		r.bufs = append(r.bufs, batch[:n]...)
+		r.mu.Unlock()
+		taken += n
+		if n < len(batch) {
+			break
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.losing(e, end)
+	if end {
+		r.giveBack(r.low)
+		r.low = len(r.bufs)
+	}
+	return len(r.bufs)
+}
+
+// losing notes whether the class lost buffers to the GC since the last
+// step, and puts it into the mode where every Put files into the reserve,
+// or, at the end of a period without a loss, out of it.
+func (r *reserve) losing(e *elasticClass, end bool) {
+	if unexplained := int64(e.releases.Load()) - int64(r.gone); unexplained > r.lostMax {
+		r.lostMax = unexplained
+		r.lostNow = true
+		if !r.retained && !r.always {
+			r.retained = true
+			e.short.Add(lossBias)
+		}
+	}
+	if end {
+		if r.retained && !r.lostNow && !r.always {
+			r.retained = false
+			e.short.Add(-lossBias)
+		}
+		r.lostNow = false
+	}
+}
+
+// mayDrain reports whether the class's sync.Pool may hold a buffer: whether
+// the class made buffers that neither its reserve holds nor the GC has
+// collected. Tending skips the others, because a sync.Pool Get after a GC
+// cycle allocates the pool's per-P array, even for a pool with nothing in
+// it: a class idle for good would cost an allocation every cycle.
+func (r *reserve) mayDrain(e *elasticClass) bool {
+	r.mu.Lock()
+	held := uint64(len(r.bufs))
+	r.mu.Unlock()
+	return sat(e.grows.Load(), e.releases.Load()) > held
+}
+
+// takeFree fills dst with idle buffers from the class's sync.Pool, as
+// many as it holds, and returns how many.
+func (e *elasticClass) takeFree(dst []unsafe.Pointer) int {
+	for n := range dst {
+		ptr, _ := e.free.Get().(unsafe.Pointer)
+		if ptr == nil {
+			return n
+		}
+		dst[n] = ptr
+	}
+	return len(dst)
+}
+
+// giveBack drops the k oldest buffers of the reserve, for the GC to collect
+// (their finalizers count them in Releases), and lets a reserve that shrank
+// to a quarter of its storage have smaller storage.
+func (r *reserve) giveBack(k int) {
+	if k == 0 {
+		return
+	}
+	n := copy(r.bufs, r.bufs[k:])
+	clear(r.bufs[n:])
+	r.bufs = r.bufs[:n]
+	r.gone += uint64(k)
+	if n < cap(r.bufs)/4 {
+		r.bufs = append([]unsafe.Pointer(nil), r.bufs...)
+	}
+}
+
+// pop takes the newest buffer of the reserve, or returns nil.
+func (r *reserve) pop() unsafe.Pointer {
+	r.mu.Lock()
+	n := len(r.bufs) - 1
+	if n < 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	ptr := r.bufs[n]
+	r.bufs[n] = nil
+	r.bufs = r.bufs[:n]
+	r.low = min(r.low, n)
+	r.mu.Unlock()
+	return ptr
+}
+
+// popInto fills dst with the reserve's newest buffers and returns how many.
+func (r *reserve) popInto(dst []unsafe.Pointer) int {
+	r.mu.Lock()
+	k := min(len(dst), len(r.bufs))
+	n := len(r.bufs) - k
+	copy(dst, r.bufs[n:])
+	clear(r.bufs[n:])
+	r.bufs = r.bufs[:n]
+	r.low = min(r.low, n)
+	r.mu.Unlock()
+	return k
+}
+
+// parkShort files the idle buffer at ptr, marked, into the reserve for a
+// Put that found the class short, and takes one off a counted shortfall;
+// or into the sync.Pool, if other Puts made the shortfall up first.
+func (e *elasticClass) parkShort(ptr unsafe.Pointer) {
+	for {
+		n := e.short.Load()
+		if n <= 0 {
+			e.free.Put(ptr)
+			return
+		}
+		if n >= lossBias || e.short.CompareAndSwap(n, n-1) {
+			break
+		}
+	}
+	r := &e.res
+	r.mu.Lock()
+	r.bufs = append(r.bufs, ptr)
+	r.mu.Unlock()
+}
+
+// takeIdle returns an idle buffer of class c from the reserve, or makes
+// one (nil if the budget forbids it) and counts it in the shortfall; for a
+// Get that found the class's sync.Pool empty.
+func (p *Pool) takeIdle(c int) unsafe.Pointer {
+	e := &p.elastic[c]
+	if ptr := e.res.pop(); ptr != nil {
+		return ptr
+	}
+	ptr := p.grow(c)
+	if ptr != nil {
+		e.short.Add(1)
+	}
+	return ptr
+}
+
+// park puts the idle buffer at ptr, marked, where the next Get of the
+// class finds it: the sync.Pool, or the reserve while the class is short.
+// Put inlines the same three lines.
+func (e *elasticClass) park(ptr unsafe.Pointer) {
+	if e.short.Load() > 0 {
+		e.parkShort(ptr)
+		return
+	}
+	e.free.Put(ptr)
+}
