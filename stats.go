@@ -18,4 +18,3 @@ type ClassStats = stats.ClassStats
 // StatsSource is implemented by every memkit allocator; see
 // [stats.StatsSource].
 type StatsSource = stats.StatsSource
-
