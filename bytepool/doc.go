@@ -65,9 +65,9 @@
 // GCs costs a ticket made again (one allocation), and a Get may fall back
 // to the heap (counted) until that GC's cleanups have run, or while one
 // buffer of the class per other P is idle in that P's private sync.Pool
-// slot. A buffer costs
-// its ticket, the runtime's record of the ticket's cleanup and a 16-byte
-// slot, on the Go heap: about 60 bytes, whatever its size.
+// slot. A buffer costs its ticket, the runtime's record of the ticket's
+// cleanup and a 16-byte slot, on the Go heap: about 60 bytes, whatever its
+// size.
 //
 // A [Cache] is a per-goroutine front for hot loops: a list per class that
 // only its goroutine touches, so Get and Put are a table lookup, a pop or
@@ -147,7 +147,10 @@
 //     handed out again, to a new user whose bytes replaced the mark, looks
 //     like a first, in both policies: the buffer then goes back on a free
 //     list while in use (its first 8 bytes take the mark), and a later Get
-//     shares it. An Elastic pool also takes foreign memory whose capacity
+//     shares it. Nor can a Bounded pool see two Puts of one buffer made by
+//     two goroutines at the same instant: both can pass the check of the
+//     buffer's slot (a window of a few instructions, between its load and
+//     its store), and the buffer is then handed out twice. An Elastic pool also takes foreign memory whose capacity
 //     is a class's, aligned as heap buffers are, for its own, and keeps it,
 //     unless another memkit allocator owns it (a FixedPool's or Bounded
 //     pool's buffer, an extent range, offheap memory): Put panics then.
