@@ -150,10 +150,11 @@
 //     shares it. Nor can a Bounded pool see two Puts of one buffer made by
 //     two goroutines at the same instant: both can pass the check of the
 //     buffer's slot (a window of a few instructions, between its load and
-//     its store), and the buffer is then handed out twice. An Elastic pool also takes foreign memory whose capacity
-//     is a class's, aligned as heap buffers are, for its own, and keeps it,
-//     unless another memkit allocator owns it (a FixedPool's or Bounded
-//     pool's buffer, an extent range, offheap memory): Put panics then.
+//     its store), and the buffer is then handed out twice. An Elastic pool
+//     also takes foreign memory whose capacity is a class's, aligned as
+//     heap buffers are, for its own, and keeps it, unless another memkit
+//     allocator owns it (a FixedPool's or Bounded pool's buffer, an extent
+//     range, offheap memory): Put panics then.
 //     A write after Put lands in the idle buffer, and a write into the slack
 //     past the length stays in the buffer (its capacity is locked). The
 //     checked build reports all of them.
