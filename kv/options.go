@@ -27,9 +27,10 @@ type config struct {
 // no limit). When a Set needs more, the Map first compacts (reclaims the
 // space of deleted and overwritten entries); if that is not enough, Set
 // returns [ErrBudget] and changes nothing, unless [WithEviction] makes the
-// Map a cache. The budget counts whole segments (256 KiB) and index
-// tables, so a small budget is reached in those steps; the default number
-// of shards is lowered so that each shard can hold a few segments.
+// Map a cache. The budget counts whole segments and index tables, so it is
+// reached in those steps: segments are 256 KiB, smaller (down to 16 KiB)
+// under a budget too small for 16 of them per shard, and then, without
+// [WithShards], the Map takes fewer shards.
 func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 
 // WithEviction makes a full Map a cache: when a Set needs memory that

@@ -104,4 +104,10 @@ func TestMap_Concurrent(t *testing.T) {
 	if m.Len() != workers*want {
 		t.Fatalf("Len %d; want %d", m.Len(), workers*want)
 	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if st := readStats(m); st.Releases == 0 {
+		t.Fatalf("stats %v: no compaction ran beside the readers", &st)
+	}
 }

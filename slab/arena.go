@@ -327,7 +327,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	if s == nil {
 		var err error
 		if s, err = a.grow(c); s == nil {
-			if checked.Enabled && a.quarantined() {
+			if checked.Enabled && a.quarantined() && err != errOverlap {
 				// The chunks in quarantine would serve in a release build.
 				a.flushQuarantine()
 				if s = cl.head; s == nil {
