@@ -270,7 +270,7 @@ func (s *shard) makeRoom() error {
 		if err == nil || !errors.Is(err, ErrBudget) || !s.m.evict {
 			return err
 		}
-		if !s.evictOldest() {
+		if !s.evictSome() {
 			return err
 		}
 		if s.tab != nil && uint64(s.count.Load()+1) <= (s.mask+1)/16*13 {
@@ -370,7 +370,7 @@ func (s *shard) reserveSlow(span int) (uint32, int, error) {
 			s.compact(v)
 			continue
 		}
-		if !s.m.evict || !s.evictOldest() {
+		if !s.m.evict || !s.evictSome() {
 			return 0, 0, err
 		}
 	}
@@ -399,7 +399,7 @@ func (s *shard) reserveLarge(span int) (uint32, int, error) {
 			c.seq, c.used = s.seq, span
 			return seg, 0, nil
 		}
-		if !errors.Is(err, ErrBudget) || !s.m.evict || !s.evictOldest() {
+		if !errors.Is(err, ErrBudget) || !s.m.evict || !s.evictSome() {
 			return 0, 0, err
 		}
 	}
@@ -548,6 +548,29 @@ func (s *shard) compact(num uint32) {
 		_ = offheap.Release(mem[w:end]) // best effort: the pages stay mapped either way
 		s.releases++
 	}
+}
+
+// evictSome makes room when the budget refuses the shard memory: it evicts
+// from the shard's own oldest segment or, when the shard holds nothing to
+// evict (the other shards took the budget), from another shard's. It takes
+// the other shard with TryLock, so that two shards evicting for each other
+// never wait on each other. It reports whether it evicted anything.
+func (s *shard) evictSome() bool {
+	if s.evictOldest() {
+		return true
+	}
+	for i := range s.m.shards {
+		o := &s.m.shards[i]
+		if o == s || !o.mu.TryLock() {
+			continue
+		}
+		ok := !o.closed && o.evictOldest()
+		o.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // evictOldest makes room in the segment filled longest ago: an entry read
