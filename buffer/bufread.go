@@ -196,6 +196,10 @@ func (b *Buffer) WriteTo(w io.Writer) (int64, error) {
 	b.lastRead = opInvalid
 	m := len(b.buf) - b.off
 	if m == 0 {
+		// Empty: reset, as bytes.Buffer does, so that no unread can bring
+		// back a byte read before.
+		b.buf = b.buf[:0]
+		b.off = 0
 		return 0, nil
 	}
 	n, err := w.Write(b.buf[b.off:])
