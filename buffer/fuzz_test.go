@@ -320,6 +320,15 @@ func FuzzBuffer(f *testing.F) {
 				if m.Len() < unread {
 					grown = false
 				}
+			case 0, 1, 2, 7, 9, 10, 11, 12, 20, 21:
+				// A write a Strict buffer refused, which the model did
+				// not make: whether an unread may still undo the last
+				// read depends on whether the refusal slid the contents
+				// down first (bytes.Buffer refuses nothing to compare
+				// with): not compared until a read consumes a byte.
+				if strict && m.Len() == unread {
+					grown = true
+				}
 			}
 			if b.Len() != m.Len() || !bytes.Equal(b.Bytes(), m.Bytes()) {
 				t.Fatalf("step %d (op %d): contents %q, model %q", step, op, b.Bytes(), m.Bytes())
