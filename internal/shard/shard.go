@@ -2,8 +2,9 @@
 // from the calling goroutine's stack address, a one-word spinlock with one
 // backoff policy, the search for a free shard when the home one is busy,
 // and the padding that keeps neighbouring shards off each other's cache
-// lines. bytepool, slab, buffer and extent spread their goroutine-safe
-// state over shards with it.
+// lines; and [Idle], the per-P set of idle items whose take and give-back
+// take no locked instruction. bytepool, slab, buffer and extent spread
+// their goroutine-safe state with it.
 //
 // A goroutine's stack is its own, so hashing an address on it spreads the
 // goroutines running at one moment over the shards, and keeps one
@@ -50,7 +51,8 @@ func PerP(perP, min int) int { return Count(max(perP*runtime.GOMAXPROCS(0), min)
 type Pad [64]byte
 
 // Lock is a one-word spinlock for state held a few nanoseconds at a time.
-// Uncontended, Lock costs one compare-and-swap and Unlock one store. The
+// Uncontended, Lock costs one compare-and-swap and Unlock one atomic store
+// (on amd64 an XCHG, a locked instruction like the CAS). The
 // zero value is unlocked; a Lock must not be copied after first use.
 type Lock struct{ v atomic.Uint32 }
 
