@@ -26,7 +26,7 @@ func (a *Arena) addRef(ch *chunk, msg string) {
 	if ch.refs == math.MaxInt32 {
 		panic(msgRefOverflow)
 	}
-	ch.refs++
+	ch.setRefs(ch.refs + 1)
 }
 
 // DecRef drops a reference to the chunk of buf and reports whether it was
@@ -60,7 +60,7 @@ func (a *Arena) DecRef(buf []byte) bool {
 	if ch.refs != 1 || s.links != nil {
 		return a.decRefSlow(buf)
 	}
-	ch.refs = 0
+	ch.setRefs(0)
 	ch.gen++
 	s.cl.freed()
 	if a.pushFree(s, ch, int32(i)) {
@@ -77,11 +77,11 @@ func (a *Arena) decRefSlow(buf []byte) bool {
 		panic(a.foreignDecRef(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))))
 	}
 	ch := s.chunkAt(i)
-	if ch.refs != 1 || s.links != nil || checked.Enabled {
-		return a.decRef(s, i)
+	if ch.refs != 1 || s.links != nil || s.idle != nil || checked.Enabled {
+		return a.decRef(s, i) // a Shared's chunk goes back to its idle set there
 	}
 	// The last reference to an unchained chunk, as on the hot path.
-	ch.refs = 0
+	ch.setRefs(0)
 	ch.gen++
 	s.cl.freed()
 	if a.pushFree(s, ch, i) {
@@ -117,11 +117,14 @@ func (a *Arena) decRef(s *slab, i int32) bool {
 		}
 		panic(msgDecRefChained)
 	}
-	ch.refs--
-	if checked.Enabled && s.links != nil && ch.refs > 0 && ch.refs == s.links[i].preds {
+	// The count read once: once it is down to one, a Shared's other
+	// holder may free the chunk without the lock.
+	refs := ch.refs - 1
+	ch.setRefs(refs)
+	if checked.Enabled && s.links != nil && refs > 0 && refs == s.links[i].preds {
 		a.noteLastDecRef(s, i)
 	}
-	if ch.refs > 0 {
+	if refs > 0 {
 		return false
 	}
 	a.freeChunk(s, i)
@@ -142,6 +145,9 @@ func (a *Arena) freeChunk(s *slab, i int32) {
 func (a *Arena) putChunk(s *slab, i int32) {
 	ch := &s.chunks[i]
 	ch.gen++
+	if s.idle != nil && s.toIdle(i) {
+		return // a Shared's chunk, idle in its class's set again
+	}
 	s.cl.frees++
 	s.cl.publish() // a chunk freed off the hot paths: publish exactly
 	if checked.Enabled {
