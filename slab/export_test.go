@@ -27,7 +27,11 @@ func (sh *Shared) AllocOn(k, n int) []byte {
 }
 
 // IndexLen reports how many slabs the shared index holds.
-func (sh *Shared) IndexLen() int { return len(*sh.index.Load()) }
+func (sh *Shared) IndexLen() int {
+	sh.indexMu.Lock()
+	defer sh.indexMu.Unlock()
+	return len(sh.index)
+}
 
 // FlushQuarantine hands the chunks the checked build holds in quarantine
 // to their free lists, as a release build's DecRef does at once, so that

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -91,9 +92,10 @@ type Shared struct {
 	// every call takes a shard's lock).
 	fronts []*shard.Idle
 
-	index    atomic.Pointer[[]slabOwner] // live slabs by base address
-	indexMu  sync.Mutex                  // serializes index updates
-	badFrees atomic.Uint64               // DecRefs of buffers in no shard
+	index    []slabOwner               // live slabs by base address, under indexMu
+	indexMu  sync.Mutex                // serializes index and table updates
+	table    atomic.Pointer[slabTable] // the adopted slabs by address, copy-on-write
+	badFrees atomic.Uint64             // DecRefs of buffers in no shard
 
 	statsMu sync.Mutex
 	scratch stats.Stats
@@ -128,15 +130,104 @@ type slabOwner struct {
 	s     *slab
 }
 
+// slabTable finds the slab that holds an address in a few instructions:
+// an open-addressing hash table of granules, aligned runs of 2^shift
+// bytes, 2^shift at most the slab size, so that at most two slabs meet in
+// a granule (and a slab spans at most three). It is built anew from the
+// index whenever a slab comes or goes, and read without a lock.
+type slabTable struct {
+	shift uint    // a granule's number is p >> shift
+	hash  uint    // its entry is at most Mix(number) >> hash
+	mask  uintptr // the number of entries, a power of two, less one
+	size  uintptr // the slab size
+	ents  []granule
+}
+
+// granule is an entry of a slabTable: a granule's number plus one (0 for
+// an empty entry) and the slabs that meet in it.
+type granule struct {
+	g    uintptr
+	a, b *slab
+}
+
+// newSlabTable returns the table of the adopted slabs of idx.
+func newSlabTable(idx []slabOwner, slabSize int) *slabTable {
+	t := &slabTable{shift: uint(bits.Len(uint(slabSize)) - 1), size: uintptr(slabSize)}
+	n := 0
+	for _, o := range idx {
+		if o.s != nil {
+			n += 3
+		}
+	}
+	b := uint(3)
+	for 1<<b < 2*n {
+		b++
+	}
+	t.hash, t.mask = bits.UintSize-b, 1<<b-1
+	t.ents = make([]granule, 1<<b)
+	for _, o := range idx {
+		if o.s == nil {
+			continue
+		}
+		for g := o.base >> t.shift; g <= (o.base+t.size-1)>>t.shift; g++ {
+			e := t.entry(g)
+			e.g = g + 1
+			if e.a == nil {
+				e.a = o.s
+			} else {
+				e.b = o.s
+			}
+		}
+	}
+	return t
+}
+
+// at returns entry i, i <= t.mask, without a bounds check.
+func (t *slabTable) at(i uintptr) *granule {
+	return (*granule)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.ents)), i*unsafe.Sizeof(granule{})))
+}
+
+// entry returns the entry of granule g, or the empty one where it would
+// go.
+func (t *slabTable) entry(g uintptr) *granule {
+	for i := shard.Mix(g) >> (t.hash & 63); ; i = (i + 1) & t.mask {
+		if e := t.at(i); e.g == g+1 || e.g == 0 {
+			return e
+		}
+	}
+}
+
+// find returns the slab of entry e that holds address p, or nil.
+func (t *slabTable) find(e *granule, p uintptr) *slab {
+	if s := e.a; s != nil && p-s.base < t.size {
+		return s
+	}
+	if s := e.b; s != nil && p-s.base < t.size {
+		return s
+	}
+	return nil
+}
+
+// slabAt returns the adopted slab that holds address p, or nil: a shift,
+// a multiplication and, when the granule's entry is the first one tried,
+// a compare or two.
+func (sh *Shared) slabAt(p uintptr) *slab {
+	t := sh.table.Load()
+	g := p >> (t.shift & 63)
+	if e := t.at(shard.Mix(g) >> (t.hash & 63)); e.g == g+1 {
+		return t.find(e, p)
+	}
+	return t.find(t.entry(g), p) // another granule was there first, or none is
+}
+
 // frontChunk is a chunk's record in its class's idle set: the set's slot,
 // and where the chunk is. The set's key of a chunk is the address of its
 // record, kept alive by the slab, which no release takes while the set
 // holds its chunks.
 type frontChunk struct {
-	slot  shard.Slot // first: a ticket's slot is its record
-	s     *slab
-	i     int32
-	shard uint32
+	slot shard.Slot // first: a ticket's slot is its record
+	s    *slab
+	i    int32
 	// The chunk's frees back into the set, written by the goroutine that
 	// freed it once its slot is empty; ReadStats reads it without a lock.
 	frees uint32
@@ -209,7 +300,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	}
 	src := cfg.source(malloc)
 	sh := &Shared{shards: make([]arenaShard, n), mask: uintptr(n - 1), slabSize: slabSize}
-	sh.index.Store(new([]slabOwner))
+	sh.table.Store(newSlabTable(nil, slabSize))
 	// The shards share one budget and, in the checked build, one tracker.
 	if cfg.HasAlert() {
 		threshold, fn := cfg.Alert()
@@ -299,84 +390,55 @@ func defaultShards() int {
 func (sh *Shared) register(base uintptr, shard uint32) bool {
 	sh.indexMu.Lock()
 	defer sh.indexMu.Unlock()
-	old := *sh.index.Load()
+	old := sh.index
 	i := sort.Search(len(old), func(i int) bool { return old[i].base > base })
 	size := uintptr(sh.slabSize)
 	if i > 0 && base-old[i-1].base < size || i < len(old) && old[i].base-base < size {
 		return false
 	}
-	idx := make([]slabOwner, 0, len(old)+1)
-	idx = append(append(append(idx, old[:i]...), slabOwner{base, shard, nil}), old[i:]...)
-	sh.index.Store(&idx)
+	sh.index = slices.Insert(old, i, slabOwner{base, shard, nil})
 	return true
 }
 
 // adopt is called by shard k's arena, under its lock, with every slab s
 // it takes for class c: it gives the slab's chunks their records in the
-// class's idle set and publishes s in the index, for DecRef.
+// class's idle set and publishes s in the table, for the methods that
+// find a buffer's slab without a lock.
 func (sh *Shared) adopt(s *slab, c int, k uint32) {
+	s.owner = k
 	if sh.fronts != nil {
 		s.idle = sh.fronts[c]
 		s.front = make([]frontChunk, len(s.chunks))
 		for i := range s.front {
-			s.front[i].s, s.front[i].i, s.front[i].shard = s, int32(i), k
+			s.front[i].s, s.front[i].i = s, int32(i)
 		}
 	}
 	sh.indexMu.Lock()
 	defer sh.indexMu.Unlock()
-	old := *sh.index.Load()
-	i := sort.Search(len(old), func(i int) bool { return old[i].base >= s.base })
-	idx := append([]slabOwner(nil), old...)
-	idx[i].s = s
-	sh.index.Store(&idx)
+	i := sort.Search(len(sh.index), func(i int) bool { return sh.index[i].base >= s.base })
+	sh.index[i].s = s
+	sh.table.Store(newSlabTable(sh.index, sh.slabSize))
 }
 
 // unregister forgets the slab at base.
 func (sh *Shared) unregister(base uintptr) {
 	sh.indexMu.Lock()
 	defer sh.indexMu.Unlock()
-	old := *sh.index.Load()
-	i := sort.Search(len(old), func(i int) bool { return old[i].base >= base })
-	if i == len(old) || old[i].base != base {
+	i := sort.Search(len(sh.index), func(i int) bool { return sh.index[i].base >= base })
+	if i == len(sh.index) || sh.index[i].base != base {
 		return
 	}
-	idx := make([]slabOwner, 0, len(old)-1)
-	idx = append(append(idx, old[:i]...), old[i+1:]...)
-	sh.index.Store(&idx)
-}
-
-// ownerOf returns the index entry of the slab that holds address p, or
-// nil.
-func (sh *Shared) ownerOf(p uintptr) *slabOwner {
-	idx := *sh.index.Load()
-	// The last slab whose base is <= p: a binary search written out, as
-	// sort.Search's closure would not be inlined.
-	lo, hi := 0, len(idx)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if idx[m].base > p {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	if lo == 0 || p-idx[lo-1].base >= uintptr(sh.slabSize) {
-		return nil
-	}
-	return &idx[lo-1]
+	sh.index = slices.Delete(sh.index, i, i+1)
+	sh.table.Store(newSlabTable(sh.index, sh.slabSize))
 }
 
 // shardOf returns the shard whose slab holds buf's first byte, or nil.
 func (sh *Shared) shardOf(buf []byte) *arenaShard {
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	if p == 0 {
+	s := sh.slabAt(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
+	if s == nil {
 		return nil
 	}
-	o := sh.ownerOf(p)
-	if o == nil {
-		return nil
-	}
-	return &sh.shards[o.shard]
+	return &sh.shards[s.owner]
 }
 
 // lockBuf locks and returns the shard of buf, or panics for a buffer in no
@@ -491,6 +553,10 @@ func (sh *Shared) tryAlloc(n int, h uintptr) ([]byte, error) {
 // empty carves at once, under one lock.
 const refillBatch = 16
 
+// refillStride is how many chunk headers share a cache line: the stride
+// of the order in which a refill makes its chunks idle.
+const refillStride = 64 / int(unsafe.Sizeof(chunk{}))
+
 // refill carves up to refillBatch free chunks of class c, from the shard of
 // hint h or, when the budget refuses it a slab, from another shard's
 // slabs, and makes them idle in the class's set. It returns the error of
@@ -506,8 +572,14 @@ func (sh *Shared) refill(c int, h uintptr) error {
 	if k == 0 && err == ErrBudget {
 		k = sh.carveElsewhere(s, c, keys[:])
 	}
-	for _, key := range keys[:k] {
-		sh.fronts[c].Add(key)
+	// The set hands out what was added last first: chunks 0, 4, 8, ...,
+	// then 1, 5, 9, ..., so that the chunks that goroutines on different
+	// Ps take at first (and then keep reusing, each from its P's cache) do
+	// not share their headers' cache lines.
+	for r := refillStride - 1; r >= 0; r-- {
+		for j := (k-1-r)/refillStride*refillStride + r; j >= r && j < k; j -= refillStride {
+			sh.fronts[c].Add(keys[j])
+		}
 	}
 	sh.deliverAlerts()
 	if k == 0 {
@@ -684,8 +756,7 @@ func (sh *Shared) AddRef(buf []byte) {
 func (sh *Shared) DecRef(buf []byte) bool {
 	if !checked.Enabled {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-		if o := sh.ownerOf(p); o != nil && o.s != nil {
-			s := o.s
+		if s := sh.slabAt(p); s != nil {
 			off := uint32(p - s.base)
 			i := s.chunkIndex(off)
 			if !s.outside(i, off, cap(buf)) {
@@ -1005,7 +1076,7 @@ func (sh *Shared) sweep() {
 		sh.keys = x.TakeSpare(sh.keys[:0])
 		for _, key := range sh.keys {
 			f := frontOf(key)
-			s := &sh.shards[f.shard]
+			s := &sh.shards[f.s.owner]
 			s.lock()
 			s.a.reclaim(f.s, f.i)
 			s.unlock()

@@ -27,6 +27,7 @@ type slab struct {
 	freeHead   int32  // first free chunk, -1 if none (besides fresh ones)
 	fresh      int32  // chunks from fresh on were never handed out
 	num        int32  // index in Arena.slabs, which a Loc names
+	owner      uint32 // for a Shared's slab, its shard
 	gen0       uint32 // generation of a chunk never handed out
 	recip      uint64 // ^uint64(0)/size + 1: off/size is the high word of off*recip
 	shift      uint32 // log2(size) if size is a power of two, else 0
