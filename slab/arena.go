@@ -95,6 +95,9 @@ type Arena struct {
 	// For a shard: called with every slab the arena takes, and its class,
 	// under the shard's lock.
 	onGrow func(s *slab, c int)
+	// For a shard of a Shared whose holders change counts without the
+	// lock: the changes under it are atomic too.
+	atomicRefs bool
 
 	// The budget and alert of WithBudget and WithBudgetAlert, charged when
 	// a slab is taken or released; nil for none.

@@ -285,9 +285,7 @@ func (a *Arena) unlink(next Loc) (*slab, int32) {
 	i := int32(next.chunk())
 	s.links[i].preds--
 	ch := &s.chunks[i]
-	refs := ch.refs - 1 // read once, as in decRef
-	ch.setRefs(refs)
-	if refs > 0 {
+	if a.addRefs(ch, -1) > 0 { // read once, as in decRef
 		return nil, 0
 	}
 	return s, i

@@ -1,6 +1,7 @@
 package slab
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -19,14 +20,42 @@ func (a *Arena) AddRef(buf []byte) {
 	a.addRef(&s.chunks[i], msgAddRefFree)
 }
 
-func (a *Arena) addRef(ch *chunk, msg string) {
+func (a *Arena) addRef(ch *chunk, msg string) { a.addRefN(ch, 1, msg) }
+
+// addRefN adds n > 0 references to ch, and panics with msg if it is free
+// and with "memkit/slab: reference count overflow" past math.MaxInt32.
+func (a *Arena) addRefN(ch *chunk, n int32, msg string) {
 	if ch.refs <= 0 {
 		panic(msg)
 	}
-	if ch.refs == math.MaxInt32 {
+	if ch.refs > math.MaxInt32-n {
 		panic(msgRefOverflow)
 	}
-	ch.setRefs(ch.refs + 1)
+	a.addRefs(ch, n)
+}
+
+// AddRefN adds n references to the chunk of buf at once: [Arena.AddRef] n
+// times, for a buffer handed to n more holders (one per subscriber of a
+// fan-out), each of which DecRefs it once. It panics with "memkit/slab:
+// AddRefN count 0 must be at least 1" (with the n given) if n < 1, with
+// "memkit/slab: AddRefN of a free chunk" if the chunk is free, with
+// "memkit/slab: reference count overflow" if the count would pass
+// math.MaxInt32, and like AddRef for a buffer the arena does not own; it
+// changes nothing then.
+func (a *Arena) AddRefN(buf []byte, n int) {
+	mustCount(n)
+	s, i := a.mustChunkOf(buf)
+	if checked.Enabled && s.chunks[i].refs <= 0 {
+		a.misuse("AddRefN", checked.StaleHandle, s, i, "a buffer of a freed chunk")
+	}
+	a.addRefN(&s.chunks[i], int32(min(n, math.MaxInt32)), msgAddRefNFree)
+}
+
+// mustCount panics unless n, AddRefN's count, is at least 1.
+func mustCount(n int) {
+	if n < 1 {
+		panic(fmt.Sprintf("memkit/slab: AddRefN count %d must be at least 1", n))
+	}
 }
 
 // DecRef drops a reference to the chunk of buf and reports whether it was
@@ -119,8 +148,7 @@ func (a *Arena) decRef(s *slab, i int32) bool {
 	}
 	// The count read once: once it is down to one, a Shared's other
 	// holder may free the chunk without the lock.
-	refs := ch.refs - 1
-	ch.setRefs(refs)
+	refs := a.addRefs(ch, -1)
 	if checked.Enabled && s.links != nil && refs > 0 && refs == s.links[i].preds {
 		a.noteLastDecRef(s, i)
 	}

@@ -2,6 +2,7 @@ package slab
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -40,12 +41,14 @@ import (
 // takes a shard's lock and carves up to 16 chunks at once. None allocates
 // once warm (a chunk's first use makes its ticket).
 //
-// The other methods, and a DecRef of a chunk that another reference, a
-// chain link or a chained neighbour in its slab keeps, take the lock of the
-// chunk's shard, as an Arena behind a mutex would: one uncontended
-// spinlock each, two locked instructions. Chains may link chunks of
-// different shards; dropping a chain releases each shard in turn, never
-// holding two locks.
+// A second holder's [Shared.AddRef] and DecRef, and [Shared.AddRefN], which
+// hands a buffer to n more holders at once, take one atomic add each and
+// no lock, on chunks of slabs that no chain touches. The other methods,
+// and any call on a chunk of a slab one of whose chunks was chained, take
+// the lock of the chunk's shard, as an Arena behind a mutex would: one
+// uncontended spinlock each, two locked instructions. Chains may link
+// chunks of different shards; dropping a chain releases each shard in
+// turn, never holding two locks.
 //
 // A DecRef of a chunk already free panics, as an Arena's does, when it
 // comes after the first: the count it reads is zero. Two DecRefs of a
@@ -214,10 +217,10 @@ func (t *slabTable) find(e *granule, p uintptr) *slab {
 func (sh *Shared) slabAt(p uintptr) *slab {
 	t := sh.table.Load()
 	g := p >> (t.shift & 63)
-	if e := t.at(shard.Mix(g) >> (t.hash & 63)); e.g == g+1 {
-		return t.find(e, p)
+	if e := t.at(shard.Mix(g) >> (t.hash & 63)); e.g == g+1 && p-e.a.base < t.size {
+		return e.a // the usual case: the granule's first slab, at the first try
 	}
-	return t.find(t.entry(g), p) // another granule was there first, or none is
+	return t.find(t.entry(g), p) // its other slab, another granule's entry, or none
 }
 
 // frontChunk is a chunk's record in its class's idle set: the set's slot,
@@ -339,6 +342,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		}
 		a.tag, a.numMask = id<<shardShift, 1<<shardShift-1
 		a.onGrow = func(s *slab, c int) { sh.adopt(s, c, id) }
+		a.atomicRefs = !checked.Enabled // the release build's AddRef and DecRef take no lock
 		if checked.Enabled {
 			a.chk.guard = &sh.shards[k].Lock
 		}
@@ -741,27 +745,76 @@ func (sh *Shared) Owns(buf []byte) bool {
 	return ok
 }
 
-// AddRef is [Arena.AddRef].
+// AddRef is [Arena.AddRef]. On a chunk of a slab that no chain touches it
+// takes no lock: one atomic add.
 func (sh *Shared) AddRef(buf []byte) {
+	if !checked.Enabled {
+		if ch := sh.unchained(buf); ch != nil {
+			if old := atomic.AddInt32(&ch.refs, 1) - 1; old > 0 && old < math.MaxInt32 {
+				return
+			}
+			atomic.AddInt32(&ch.refs, -1) // a free chunk, or the count's limit: the locked path panics
+		}
+	}
 	s := sh.lockBuf(buf, false)
 	defer s.unlock()
 	s.a.AddRef(buf)
 }
 
-// DecRef is [Arena.DecRef]. The last reference to a chunk that no chain
-// touches goes back to its class's idle set without a lock (see [Shared]
-// for the window of two goroutines freeing one chunk at once); any other
-// DecRef takes the lock of the chunk's shard, and when it frees a chain,
-// releases the chunks of each shard in turn.
+// AddRefN is [Arena.AddRefN]: n references at the cost of one AddRef, for
+// a buffer handed to n more holders (the subscribers of a fan-out), which
+// may DecRef it on any goroutines. On a chunk of a slab that no chain
+// touches it takes no lock: one atomic add.
+func (sh *Shared) AddRefN(buf []byte, n int) {
+	mustCount(n)
+	if !checked.Enabled && n < math.MaxInt32 {
+		if ch := sh.unchained(buf); ch != nil {
+			d := int32(n)
+			if old := atomic.AddInt32(&ch.refs, d) - d; old > 0 && old <= math.MaxInt32-d {
+				return
+			}
+			atomic.AddInt32(&ch.refs, -d) // the locked path panics
+		}
+	}
+	s := sh.lockBuf(buf, false)
+	defer s.unlock()
+	s.a.AddRefN(buf, n)
+}
+
+// unchained returns the bookkeeping of the chunk of buf, found without a
+// lock, if buf lies inside a chunk of a slab that no chain touches (whose
+// counts change only by atomic adds and by the last holder's store), and
+// nil otherwise.
+func (sh *Shared) unchained(buf []byte) *chunk {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	s := sh.slabAt(p)
+	if s == nil {
+		return nil
+	}
+	off := uint32(p - s.base)
+	i := s.chunkIndex(off)
+	if s.outside(i, off, cap(buf)) || s.chained.Load() {
+		return nil
+	}
+	return s.chunkAt(int32(i))
+}
+
+// DecRef is [Arena.DecRef]. On a chunk of a slab that no chain touches it
+// takes no lock: the last reference goes back to the chunk's idle set with
+// a load and plain stores (see [Shared] for the window of two goroutines
+// freeing one chunk at once), any other with one atomic add. Other
+// DecRefs take the lock of the chunk's shard, and when they free a chain,
+// release the chunks of each shard in turn.
 func (sh *Shared) DecRef(buf []byte) bool {
 	if !checked.Enabled {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
 		if s := sh.slabAt(p); s != nil {
 			off := uint32(p - s.base)
 			i := s.chunkIndex(off)
-			if !s.outside(i, off, cap(buf)) {
+			if !s.outside(i, off, cap(buf)) && !s.chained.Load() {
 				ch := s.chunkAt(int32(i))
-				if atomic.LoadInt32(&ch.refs) == 1 && !s.chained.Load() {
+				switch refs := atomic.LoadInt32(&ch.refs); {
+				case refs == 1: // the only holder: no other may change the count
 					f := s.frontAt(int32(i))
 					if t := f.slot.Take(); t != nil {
 						ch.setRefs(0)
@@ -770,11 +823,51 @@ func (sh *Shared) DecRef(buf []byte) bool {
 						s.idle.Put(t)
 						return true
 					}
+				case refs > 1:
+					switch refs = atomic.AddInt32(&ch.refs, -1); {
+					case refs > 0:
+						return false
+					case refs == 0: // another holder's DecRef came first
+						sh.freeLast(s, int32(i))
+						return true
+					}
+					atomic.AddInt32(&ch.refs, 1) // a DecRef too many: the locked path panics
 				}
 			}
 		}
 	}
 	return sh.decRefLocked(buf)
+}
+
+// freeLast frees chunk i of s, whose count an atomic DecRef took to zero:
+// back to its idle set as DecRef's plain path does if its slab is still
+// unchained, otherwise under its shard's lock, which drops the chain's
+// references (a holder may have chained it before its own DecRef).
+func (sh *Shared) freeLast(s *slab, i int32) {
+	if !s.chained.Load() {
+		f := s.frontAt(i)
+		if t := f.slot.Take(); t != nil {
+			s.chunkAt(i).gen++
+			f.countFree()
+			s.idle.Put(t)
+			return
+		}
+	}
+	sd := &sh.shards[s.owner]
+	sd.lock()
+	var h Loc
+	if sh.freeHeld(sd, s, i, &h) {
+		sh.release(h)
+	}
+	sh.deliverAlerts()
+}
+
+// freeHeld frees chunk i of s under sd's lock, which it releases even when
+// the Arena panics, as decRef does.
+func (sh *Shared) freeHeld(sd *arenaShard, s *slab, i int32, h *Loc) (chained bool) {
+	defer sh.unlockHeld(sd)
+	sd.a.freeChunk(s, i)
+	return sd.a.moveHandoff(h)
 }
 
 // frontAt returns the idle-set record of chunk i of s, 0 <= i <

@@ -3,6 +3,7 @@ package slab_test
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -588,4 +589,88 @@ func TestShared_IdleChunksGoBackAfterGCs(t *testing.T) {
 		t.Fatalf("after %d GCs: %v", gcs, &s)
 	}
 	t.Logf("the slabs went back after %d GCs", gcs)
+}
+
+// AddRefN adds n references in one call: the chunk survives n DecRefs
+// beside its owner's, on many goroutines at once, and the last frees it.
+func TestShared_AddRefNFanOut(t *testing.T) {
+	sh := mustShared(t, 64, 64<<10)
+	const subscribers, frames = 50, 200
+	var wg sync.WaitGroup
+	lasts := make(chan bool, (subscribers+1)*frames)
+	for f := range frames {
+		b := sh.Alloc(1000)
+		b[0] = byte(f)
+		sh.AddRefN(b, subscribers)
+		for range subscribers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if b[0] != byte(f) {
+					t.Errorf("frame %d reads %d: freed under a subscriber", f, b[0])
+				}
+				lasts <- sh.DecRef(b)
+			}()
+		}
+		if sh.DecRef(b) { // the publisher's: a subscriber's is the last, or this one
+			lasts <- true
+		}
+	}
+	wg.Wait()
+	close(lasts)
+	freed := 0
+	for last := range lasts {
+		if last {
+			freed++
+		}
+	}
+	if freed != frames {
+		t.Fatalf("%d DecRefs reported the last reference; want one per frame, %d", freed, frames)
+	}
+	sh.FlushQuarantine()
+	if s := sharedStats(sh); s.LiveObjects != 0 || s.Frees != frames || s.BadFrees != 0 {
+		t.Fatalf("after every DecRef: %v", &s)
+	}
+}
+
+// AddRefN refuses what AddRef refuses, and a count past the limit, and
+// changes nothing then.
+func TestShared_AddRefNRefuses(t *testing.T) {
+	sh := mustShared(t, 64, 4096)
+	b := sh.Alloc(100)
+	memtest.CheckPanic(t, "memkit/slab: AddRefN count -1 must be at least 1", func() { sh.AddRefN(b, -1) })
+	memtest.CheckPanic(t, "memkit/slab: reference count overflow", func() { sh.AddRefN(b, math.MaxInt32) })
+	memtest.CheckPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.AddRefN(make([]byte, 8), 2) })
+	sh.AddRefN(b, 2)
+	if sh.DecRef(b) || sh.DecRef(b) || !sh.DecRef(b) {
+		t.Fatal("AddRefN(2) of a chunk with one reference: want the third DecRef to be the last")
+	}
+	a := mustArena(t, 64, 4096, 2)
+	c := a.Alloc(100)
+	a.AddRefN(c, 3)
+	for range 3 {
+		if a.DecRef(c) {
+			t.Fatal("an Arena's chunk freed before its AddRefN's references were dropped")
+		}
+	}
+	if !a.DecRef(c) {
+		t.Fatal("the Arena's last DecRef")
+	}
+}
+
+// A second holder's AddRef and DecRef, and AddRefN, do not allocate.
+func TestShared_RefsDoNotAllocate(t *testing.T) {
+	skipIfChecked(t, "it records every allocation")
+	sh := mustShared(t, 64, 1<<20)
+	keep := sh.Alloc(512)
+	for name, f := range map[string]func(){
+		"AddRef+DecRef":         func() { sh.AddRef(keep); sh.DecRef(keep) },
+		"AddRefN+DecRefs":       func() { sh.AddRefN(keep, 3); sh.DecRef(keep); sh.DecRef(keep); sh.DecRef(keep) },
+		"Alloc+AddRef+DecRef*2": func() { b := sh.Alloc(100); sh.AddRef(b); sh.DecRef(b); sh.DecRef(b) },
+	} {
+		if n := testing.AllocsPerRun(1000, f); n != 0 {
+			t.Errorf("%s: %v allocs; want 0", name, n)
+		}
+	}
+	sh.DecRef(keep)
 }

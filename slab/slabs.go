@@ -69,6 +69,17 @@ func (ch *chunk) setRefs(v int32) {
 	ch.refs = v
 }
 
+// addRefs adds d to ch's reference count and returns the new count: with
+// one atomic add in a shard of a Shared, whose holders also change counts
+// without the shard's lock, a plain one otherwise.
+func (a *Arena) addRefs(ch *chunk, d int32) int32 {
+	if a.atomicRefs || race.Enabled {
+		return atomic.AddInt32(&ch.refs, d)
+	}
+	ch.refs += d
+	return ch.refs
+}
+
 // pow2Shift returns log2(size) if size is a power of two, else 0 (size is
 // at least 8, so 0 is no power's log).
 func pow2Shift(size uint32) uint32 {
