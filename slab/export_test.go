@@ -198,3 +198,25 @@ func (sh *Shared) Account() (idle, live, carved int, err error) {
 	}
 	return len(taken), live, carved, err
 }
+
+// SlabTableFinds builds a Shared's lookup table of slabs of slabSize bytes
+// at bases (sorted, not overlapping) and returns, for each address, the
+// index in bases of the slab the table finds for it, or -1.
+func SlabTableFinds(bases []uintptr, slabSize int, addrs []uintptr) []int {
+	idx := make([]slabOwner, len(bases))
+	which := map[*slab]int{}
+	for i, b := range bases {
+		idx[i] = slabOwner{base: b, s: &slab{base: b}}
+		which[idx[i].s] = i
+	}
+	sh := &Shared{}
+	sh.table.Store(newSlabTable(idx, slabSize))
+	found := make([]int, len(addrs))
+	for i, p := range addrs {
+		found[i] = -1
+		if s := sh.slabAt(p); s != nil {
+			found[i] = which[s]
+		}
+	}
+	return found
+}

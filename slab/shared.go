@@ -136,11 +136,13 @@ type slabOwner struct {
 // slabTable finds the slab that holds an address in a few instructions:
 // an open-addressing hash table of granules, aligned runs of 2^shift
 // bytes, 2^shift at most the slab size, so that at most two slabs meet in
-// a granule (and a slab spans at most three). It is built anew from the
-// index whenever a slab comes or goes, and read without a lock.
+// a granule (and a slab spans at most three). A granule's entry is its
+// number & mask or, when that is taken, the next free one: a slab's
+// granules are consecutive numbers, so their low bits spread them. It is
+// built anew from the index whenever a slab comes or goes, and read
+// without a lock.
 type slabTable struct {
 	shift uint    // a granule's number is p >> shift
-	hash  uint    // its entry is at most Mix(number) >> hash
 	mask  uintptr // the number of entries, a power of two, less one
 	size  uintptr // the slab size
 	ents  []granule
@@ -166,7 +168,7 @@ func newSlabTable(idx []slabOwner, slabSize int) *slabTable {
 	for 1<<b < 2*n {
 		b++
 	}
-	t.hash, t.mask = bits.UintSize-b, 1<<b-1
+	t.mask = 1<<b - 1
 	t.ents = make([]granule, 1<<b)
 	for _, o := range idx {
 		if o.s == nil {
@@ -193,7 +195,7 @@ func (t *slabTable) at(i uintptr) *granule {
 // entry returns the entry of granule g, or the empty one where it would
 // go.
 func (t *slabTable) entry(g uintptr) *granule {
-	for i := shard.Mix(g) >> (t.hash & 63); ; i = (i + 1) & t.mask {
+	for i := g & t.mask; ; i = (i + 1) & t.mask {
 		if e := t.at(i); e.g == g+1 || e.g == 0 {
 			return e
 		}
@@ -211,13 +213,13 @@ func (t *slabTable) find(e *granule, p uintptr) *slab {
 	return nil
 }
 
-// slabAt returns the adopted slab that holds address p, or nil: a shift,
-// a multiplication and, when the granule's entry is the first one tried,
-// a compare or two.
+// slabAt returns the adopted slab that holds address p, or nil: a shift, a
+// mask and, when the granule's entry is the first one tried, a compare or
+// two.
 func (sh *Shared) slabAt(p uintptr) *slab {
 	t := sh.table.Load()
 	g := p >> (t.shift & 63)
-	if e := t.at(shard.Mix(g) >> (t.hash & 63)); e.g == g+1 && p-e.a.base < t.size {
+	if e := t.at(g & t.mask); e.g == g+1 && p-e.a.base < t.size {
 		return e.a // the usual case: the granule's first slab, at the first try
 	}
 	return t.find(t.entry(g), p) // its other slab, another granule's entry, or none

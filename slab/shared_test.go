@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -673,4 +674,42 @@ func TestShared_RefsDoNotAllocate(t *testing.T) {
 		}
 	}
 	sh.DecRef(keep)
+}
+
+// The table a Shared finds a buffer's slab in agrees with a search of the
+// slabs, for slabs of sizes that are powers of two or not, packed side by
+// side or scattered, and addresses inside, between and around them.
+func TestShared_SlabTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{4096, 5000, 1 << 20, 3 << 19} {
+		for round := range 50 {
+			var bases []uintptr
+			p := uintptr(1<<32 + rng.IntN(1<<20))
+			for range 1 + rng.IntN(40) {
+				if round%2 == 0 {
+					p += uintptr(rng.IntN(3 * size)) // a gap, or none
+				}
+				bases = append(bases, p)
+				p += uintptr(size)
+			}
+			var addrs []uintptr
+			for range 500 {
+				b := bases[rng.IntN(len(bases))]
+				addrs = append(addrs, b+uintptr(rng.IntN(3*size))-uintptr(size))
+			}
+			addrs = append(addrs, 0, bases[0]-1, p)
+			got := slab.SlabTableFinds(bases, size, addrs)
+			for i, a := range addrs {
+				want := -1
+				for k, b := range bases {
+					if a-b < uintptr(size) {
+						want = k
+					}
+				}
+				if got[i] != want {
+					t.Fatalf("size %d: address %#x found in slab %d; want %d (bases %#x)", size, a, got[i], want, bases)
+				}
+			}
+		}
+	}
 }
