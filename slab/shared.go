@@ -218,11 +218,21 @@ func (t *slabTable) find(e *granule, p uintptr) *slab {
 // two.
 func (sh *Shared) slabAt(p uintptr) *slab {
 	t := sh.table.Load()
+	if s := t.first(p); s != nil {
+		return s
+	}
+	return t.find(t.entry(p>>(t.shift&63)), p) // its other slab, another granule's entry, or none
+}
+
+// first is slabAt's first try, which inlines: the slab that holds p if it
+// is the first of the granule whose entry is the first one tried (the
+// usual case), and nil otherwise.
+func (t *slabTable) first(p uintptr) *slab {
 	g := p >> (t.shift & 63)
 	if e := t.at(g & t.mask); e.g == g+1 && p-e.a.base < t.size {
-		return e.a // the usual case: the granule's first slab, at the first try
+		return e.a
 	}
-	return t.find(t.entry(g), p) // its other slab, another granule's entry, or none
+	return nil
 }
 
 // frontChunk is a chunk's record in its class's idle set: the set's slot,
@@ -810,7 +820,11 @@ func (sh *Shared) unchained(buf []byte) *chunk {
 func (sh *Shared) DecRef(buf []byte) bool {
 	if !checked.Enabled {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-		if s := sh.slabAt(p); s != nil {
+		s := sh.table.Load().first(p) // slabAt, inlined for its usual case
+		if s == nil {
+			s = sh.slabAt(p)
+		}
+		if s != nil {
 			off := uint32(p - s.base)
 			i := s.chunkIndex(off)
 			if !s.outside(i, off, cap(buf)) && !s.chained.Load() {
