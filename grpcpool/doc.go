@@ -63,7 +63,7 @@
 // 1 KiB the two were within a few percent either way, grpcpool not ahead.
 // grpc-go issue 8500's scenario: 31 MB allocated and a 28 MiB heap peak
 // against the default's 1012 MB and 335 MiB, and 0 B of the pool's 24.5 MiB
-// peak kept after 2.25 s idle and 2 GC cycles. The README's gRPC section has
+// peak kept after 2.25 s idle and 2 GC cycles. docs/grpc-and-http.md has
 // the table and the command.
 //
 // Where the default pool's next tier is much larger than the message (33 KiB
