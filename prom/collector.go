@@ -86,7 +86,8 @@ var classStats = [...]classStat{
 		prometheus.CounterValue, func(c *memkit.ClassStats) uint64 { return c.Releases }},
 }
 
-// collector is the prometheus.Collector of [New] and [NewCollector].
+// collector is the prometheus.Collector of [New] (and of newCollector, the
+// collector of one allocator the tests drive with a fake StatsSource).
 type collector struct {
 	descs      [len(stats)]*prometheus.Desc
 	classDescs [len(classStats)]*prometheus.Desc
@@ -94,7 +95,7 @@ type collector struct {
 	err        error // configuration error; every desc is invalid then
 
 	mu     sync.Mutex         // guards the fields below and serializes Collect
-	one    *source            // NewCollector's allocator; nil for New
+	one    *source            // newCollector's allocator; nil for New
 	byName map[string]*source // New: the published allocators, by name
 	gen    uint64             // New: the Collect count, to forget unpublished names
 }
@@ -129,9 +130,8 @@ type classLabels struct {
 // The series it exports are listed in the package documentation; the
 // per-class ones (memkit_class_*) only with [WithClasses]. New registers
 // nothing: pass the collector to a registry's Register. Invalid options
-// make registration fail with an error that names the problem. Do not
-// register New and a [NewCollector] of the same allocator in one registry:
-// the registry would see the series twice.
+// make registration fail with an error that names the problem. Register
+// one New per registry: a second would export every series twice.
 //
 // The collector is safe for concurrent use by multiple goroutines; scrapes
 // take turns. Each Collect calls ReadStats once per published allocator,
@@ -148,22 +148,12 @@ func New(opts ...Option) prometheus.Collector {
 	return c
 }
 
-// NewCollector returns a [prometheus.Collector] that exports the statistics
-// of src, an allocator, under the label allocator="name", per-class series
-// included unless [WithoutClasses] is given.
-//
-// Deprecated: publish the allocator with [memkit.Publish] and register one
-// collector for every published allocator, [New], which names each series
-// as the debug page does and needs no collector per allocator. NewCollector
-// keeps working as before.
-//
-// Collectors for several allocators can share a registry as long as their
-// names (or the values of [WithConstLabels] labels) differ; registering a
-// second collector with the same name and labels fails. An empty name, a
-// nil src, or invalid options make registration fail with an error that
-// names the problem. Each Collect calls src.ReadStats once, from the
-// scraping goroutine, as [New] does.
-func NewCollector(name string, src memkit.StatsSource, opts ...Option) prometheus.Collector {
+// newCollector returns a collector of src alone, under the label
+// allocator="name", per-class series included unless withoutClasses is
+// given: the tests' way to export a fake StatsSource without publishing
+// it. An empty name, a nil src, or invalid options make registration fail
+// with an error that names the problem.
+func newCollector(name string, src memkit.StatsSource, opts ...Option) prometheus.Collector {
 	cfg := config{classes: true}
 	for _, o := range opts {
 		o(&cfg)

@@ -21,14 +21,11 @@
 //	)
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
-// [NewCollector], the collector of one allocator that earlier versions
-// offered, is deprecated but keeps working.
-//
 // # Metrics
 //
 // Every series carries the label allocator, the name the allocator was
-// published under (for [NewCollector], the name given to it). Gauges describe the present, counters (suffix _total) only
-// grow; both come from one [memkit.Stats] snapshot per scrape.
+// published under. Gauges describe the present, counters (suffix _total)
+// only grow; both come from one [memkit.Stats] snapshot per scrape.
 //
 //	memkit_in_use_bytes             gauge    bytes in objects handed out and not yet returned
 //	memkit_reserved_bytes           gauge    bytes held: in use plus idle memory kept for reuse
