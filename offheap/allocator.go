@@ -25,7 +25,7 @@ import (
 // binary search of the process's mappings under one lock, and do not
 // allocate. Each mapping is rounded up to whole pages, plus one page of
 // address space (not memory) for the guard page. Memory is zeroed by the
-// kernel and lives outside the Go heap (see [Mapped]).
+// kernel and lives outside the Go heap (see [MmapAvailable]).
 //
 // A mapping belongs to the Allocator that made it: freeing it through
 // another one, or through the package-level [Free] when it came from an
@@ -100,7 +100,7 @@ type config struct {
 // mapping and a system call more per Free; quarantined pages are given back
 // to the OS (madvise), keeping only their address space.
 //
-// Guard pages need mprotect: they are made on Linux ([GuardPages] is true).
+// Guard pages need mprotect: they are made on Linux ([GuardPagesAvailable] is true).
 // Elsewhere the option is accepted and ignored: mappings are laid out as
 // without it, and Free unmaps at once.
 func WithGuardPages() Option { return func(c *config) { c.guard = true } }
@@ -148,7 +148,7 @@ func New(opts ...Option) (*Allocator, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("memkit/offheap: %w", err)
 	}
-	a := &Allocator{guard: cfg.guard && GuardPages, quarantine: cfg.quarantine, budget: cfg.New()}
+	a := &Allocator{guard: cfg.guard && GuardPagesAvailable, quarantine: cfg.quarantine, budget: cfg.New()}
 	if checked.Enabled {
 		a.tr = checked.NewTracker("offheap")
 		checked.Register(a, a.tr)

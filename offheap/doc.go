@@ -51,7 +51,7 @@
 // slice ends exactly where a page that cannot be read or written begins,
 // and freed mappings are protected rather than unmapped until they leave a
 // bounded quarantine, so the first bad access faults at the instruction
-// that makes it (Linux; elsewhere the option is ignored, see [GuardPages]).
+// that makes it (Linux; elsewhere the option is ignored, see [GuardPagesAvailable]).
 // [WithBudget] bounds the bytes an Allocator has mapped: past it, Alloc
 // returns [ErrBudget] (which errors.Is matches with every memkit package's
 // ErrBudget) and nothing changes but Stats.Failures. [WithBudgetAlert]
@@ -86,7 +86,7 @@
 // MADV_DONTNEED keeps the pages resident. Elsewhere Release only validates
 // its argument.
 // On other platforms (Windows, Plan 9, js/wasm, WASI) the same API serves
-// zeroed memory from the Go heap, so that every program builds; [Mapped]
+// zeroed memory from the Go heap, so that every program builds; [MmapAvailable]
 // reports which is in use.
 //
 // # Statistics

@@ -4,9 +4,9 @@ package offheap
 
 import "unsafe"
 
-// Mapped reports whether memory comes from mmap, outside the Go heap, or
+// MmapAvailable reports whether memory comes from mmap, outside the Go heap, or
 // (false here) from the Go heap on platforms without mmap.
-const Mapped = false
+const MmapAvailable = false
 
 const pageSize = 4096
 

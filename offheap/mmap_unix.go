@@ -4,9 +4,9 @@ package offheap
 
 import "syscall"
 
-// Mapped reports whether memory comes from mmap, outside the Go heap (true
+// MmapAvailable reports whether memory comes from mmap, outside the Go heap (true
 // here), or from the Go heap on platforms without mmap.
-const Mapped = true
+const MmapAvailable = true
 
 var pageSize = syscall.Getpagesize()
 
