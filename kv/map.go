@@ -53,14 +53,18 @@ const MaxValueLen = 1 << 30
 // entry. Deleting or overwriting an entry leaves its bytes dead in their
 // segment; once a shard's dead bytes pass 1/16 of its segments' bytes (and
 // 64 KiB), the Set or Delete that pushed them there compacts the segment
-// with the most dead bytes: its live entries slide down over the dead ones,
-// the index follows, and the pages freed at its end go back to the OS
-// (madvise). A segment left with no live entry is unmapped. So the resident
-// memory stays within about 1/16 of the live entries, plus up to one
-// partly written page per segment and the index, after any mix of
-// overwrites and deletes of any sizes. Compaction holds only the shard's
-// write lock, for at most one segment's copy (256 KiB): readers of the other
-// shards never wait, and readers of this one wait at most that long.
+// with the most dead bytes: its live entries slide down over the dead ones
+// and the index follows. The room freed at the segment's end is where later
+// Sets append, so overwrites in steady state reuse resident memory without a
+// system call or a page fault; once a shard holds more such room than one
+// segment plus 1/32 of its entries' bytes, compaction gives the freed pages
+// back to the OS (madvise) instead. A segment left with no live entry is
+// unmapped. So the resident memory stays within about 3/32 of the live
+// entries plus one segment per shard, plus up to one partly written page
+// per segment and the index, after any mix of overwrites and deletes of any
+// sizes. Compaction holds only the shard's write lock, for at most one
+// segment's copy (256 KiB): readers of the other shards never wait, and
+// readers of this one wait at most that long.
 //
 // Memory is not zeroed beyond what mmap gives; entries hold only the bytes
 // given to Set.

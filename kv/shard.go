@@ -60,11 +60,12 @@ func hdrSpan(hdr uint64) int { return spanOf(int(hdr>>32&0xFFFF), int(uint32(hdr
 
 // segment is one piece of memory holding entries back to back.
 type segment struct {
-	mem   []byte // nil for a free segment number
-	used  int    // bytes of entries, dead or alive, from the start
-	dead  int    // bytes of dead entries
-	seq   uint64 // when it last became the shard's current segment
-	large bool   // holds one entry larger than half a segment
+	mem     []byte // nil for a free segment number
+	used    int    // bytes of entries, dead or alive, from the start
+	touched int    // bytes from the start written since the pages were last given back
+	dead    int    // bytes of dead entries
+	seq     uint64 // when it last became the shard's current segment
+	large   bool   // holds one entry larger than half a segment
 }
 
 // shard is one lock's worth of the Map: an index and segments.
@@ -86,6 +87,7 @@ type shard struct {
 	seq     uint64
 
 	live, dead, used int // bytes of live entries, dead ones, all in normal segments
+	slack            int // bytes touched past used in normal segments: resident, free to append to
 
 	// Counters, written under mu.
 	stores, frees, failures, grows, releases, evictions uint64
@@ -342,10 +344,7 @@ func (s *shard) reserve(span int) (uint32, int, error) {
 	}
 	if s.cur != 0 {
 		if c := &s.segs[s.cur]; len(c.mem)-c.used >= span {
-			off := c.used
-			c.used += span
-			s.used += span
-			return s.cur, off, nil
+			return s.cur, s.extend(c, span), nil
 		}
 	}
 	return s.reserveSlow(span)
@@ -383,10 +382,21 @@ func (s *shard) appendTo(seg uint32, span int) (uint32, int, error) {
 	s.seq++
 	c := &s.segs[seg]
 	c.seq = s.seq
+	return seg, s.extend(c, span), nil
+}
+
+// extend reserves span bytes at the end of normal segment c, which has
+// room, and returns their offset. Bytes compaction freed and kept are
+// reused before untouched ones.
+func (s *shard) extend(c *segment, span int) int {
 	off := c.used
 	c.used += span
 	s.used += span
-	return seg, off, nil
+	if off < c.touched {
+		s.slack -= min(c.used, c.touched) - off
+	}
+	c.touched = max(c.touched, c.used)
+	return off
 }
 
 // reserveLarge gives an entry of span bytes a segment of its own.
@@ -461,6 +471,7 @@ func (s *shard) dropSegment(num uint32) {
 	if !c.large {
 		s.used -= c.used
 		s.dead -= c.dead
+		s.slack -= c.touched - c.used
 	}
 	s.unmapMem(c.mem)
 	*c = segment{}
@@ -540,15 +551,36 @@ func (s *shard) compact(num uint32) {
 		r += span
 	}
 	s.epoch++
+	s.shrink(c, w)
+}
+
+// shrink records that normal segment c's entries now end at w (compaction
+// or eviction slid them down) and no dead entry is left in it. The bytes
+// freed at its end stay resident while the shard's slack (touched bytes
+// past the entries, which Set appends into first) is within maxSlack; past
+// it, the segment's free pages go back to the OS (madvise), so that
+// overwrites in steady state reuse memory without a system call or a page
+// fault, and deletes still give memory back.
+func (s *shard) shrink(c *segment, w int) {
 	s.used -= c.used - w
 	s.dead -= c.dead
-	old := c.used
+	s.slack += c.used - w
 	c.used, c.dead = w, 0
-	if end := (old + pageSize - 1) &^ (pageSize - 1); end > w {
-		_ = offheap.Release(mem[w:end]) // best effort: the pages stay mapped either way
+	if s.slack <= s.maxSlack() {
+		return
+	}
+	start := (w + pageSize - 1) &^ (pageSize - 1)
+	if end := (c.touched + pageSize - 1) &^ (pageSize - 1); end > start {
+		_ = offheap.Release(c.mem[start:end]) // best effort: the pages stay mapped either way
 		s.releases++
 	}
+	s.slack -= c.touched - w
+	c.touched = w
 }
+
+// maxSlack is the slack a shard keeps resident: one segment, and 1/32 of
+// its entries' bytes.
+func (s *shard) maxSlack() int { return s.m.segSize + s.used/(2*deadShare) }
 
 // evictSome makes room when the budget refuses the shard memory: it evicts
 // from the shard's own oldest segment or, when the shard holds nothing to
@@ -623,13 +655,7 @@ func (s *shard) evictOldest() bool {
 	if c.large {
 		return true
 	}
-	s.used -= c.used - w
-	s.dead -= c.dead
-	old := c.used
-	c.used, c.dead = w, 0
-	if end := (old + pageSize - 1) &^ (pageSize - 1); end > w {
-		_ = offheap.Release(mem[w:end])
-	}
+	s.shrink(c, w)
 	return true
 }
 
@@ -668,7 +694,7 @@ func (s *shard) addStats(st *stats.Stats) {
 		case c.large:
 			st.ReservedBytes += uint64(len(c.mem))
 		default:
-			st.ReservedBytes += uint64((c.used + pageSize - 1) &^ (pageSize - 1))
+			st.ReservedBytes += uint64((c.touched + pageSize - 1) &^ (pageSize - 1))
 		}
 	}
 	st.Allocs += s.stores
@@ -703,7 +729,7 @@ func (s *shard) close() (err error) {
 		s.releases++
 	}
 	s.segs, s.freeNum, s.tab, s.tabMem, s.cur = nil, nil, nil, nil, 0
-	s.live, s.dead, s.used = 0, 0, 0
+	s.live, s.dead, s.used, s.slack = 0, 0, 0, 0
 	s.count.Store(0)
 	return err
 }
