@@ -70,3 +70,24 @@ func (s *shard) check() error {
 	}
 	return nil
 }
+
+// SetHugeAfter sets the bytes of segments a Map maps before it carves them
+// from huge-page regions, for the tests; it returns the old value.
+func SetHugeAfter(n int) int {
+	old := hugeAfter
+	hugeAfter = n
+	return old
+}
+
+// Regions returns the huge-page regions m has mapped.
+func (m *Map) Regions() int {
+	m.regions.mu.Lock()
+	defer m.regions.mu.Unlock()
+	n := 0
+	for _, g := range m.regions.list {
+		if g.mem != nil {
+			n++
+		}
+	}
+	return n
+}

@@ -66,6 +66,15 @@ const MaxValueLen = 1 << 30
 // segment's copy (256 KiB): readers of the other shards never wait, and
 // readers of this one wait at most that long.
 //
+// Past its first 64 MiB of segments, a Map carves segments from 2 MiB
+// regions advised for transparent huge pages (MADV_HUGEPAGE; Linux, when
+// THP is "madvise" or "always"): entries are read at random places among
+// gigabytes, and with 4 KiB pages nearly every Get would pay a TLB miss
+// besides its cache miss. The price is resident memory: the kernel backs a
+// touched huge page whole, so the unwritten end of each shard's current
+// segment is resident too (at most 256 KiB per shard). A region is unmapped
+// when its last segment is.
+//
 // Memory is not zeroed beyond what mmap gives; entries hold only the bytes
 // given to Set.
 //
@@ -88,6 +97,7 @@ type Map struct {
 	evict   bool
 	segSize int // bytes of a segment: 256 KiB, less with a small budget
 	closed  atomic.Bool
+	regions regions
 
 	tooLarge atomic.Uint64 // Sets refused before a shard was chosen
 
@@ -340,6 +350,9 @@ func (m *Map) Close() error {
 		if err := m.shards[i].close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if err := m.regions.close(m.heap); err != nil && first == nil {
+		first = err
 	}
 	return first
 }

@@ -66,6 +66,7 @@ type segment struct {
 	dead    int    // bytes of dead entries
 	seq     uint64 // when it last became the shard's current segment
 	large   bool   // holds one entry larger than half a segment
+	region  int    // the Map's region it was carved from; 0 for none
 }
 
 // shard is one lock's worth of the Map: an index and segments.
@@ -448,7 +449,7 @@ func (s *shard) newSegment(n int, large bool) (uint32, error) {
 	} else if len(s.segs) >= maxSegs {
 		return 0, ErrNoSpace
 	}
-	mem, err := s.mapMem(n)
+	mem, region, err := s.mapSegment(n, large)
 	if err != nil {
 		return 0, err
 	}
@@ -461,8 +462,41 @@ func (s *shard) newSegment(n int, large bool) (uint32, error) {
 		num = uint32(len(s.segs))
 		s.segs = append(s.segs, segment{})
 	}
-	s.segs[num] = segment{mem: mem, large: large}
+	s.segs[num] = segment{mem: mem, large: large, region: region}
 	return num, nil
+}
+
+// mapSegment maps a segment of n bytes, charged to the budget: a normal
+// segment of the default size from the Map's regions, any other a mapping
+// of its own. It returns the memory and the region it came from.
+func (s *shard) mapSegment(n int, large bool) ([]byte, int, error) {
+	if large || n != segSize {
+		mem, err := s.mapMem(n)
+		return mem, 0, err
+	}
+	if !s.m.bud.TryCharge(int64(n)) {
+		return nil, 0, ErrBudget
+	}
+	mem, region, err := s.m.regions.segment(s.m.heap)
+	if err != nil {
+		s.m.bud.Release(int64(n))
+		return nil, 0, errors.Join(ErrNoSpace, err)
+	}
+	s.grows++
+	return mem, region, nil
+}
+
+// freeSegment gives the memory of segment c back and uncharges it.
+func (s *shard) freeSegment(c *segment) error {
+	var err error
+	if c.large || len(c.mem) != segSize {
+		err = s.m.heap.Free(c.mem)
+	} else {
+		err = s.m.regions.release(s.m.heap, c.mem, c.region)
+	}
+	s.m.bud.Release(int64(len(c.mem)))
+	s.releases++
+	return err
 }
 
 // dropSegment unmaps segment num, which holds no live entry.
@@ -473,7 +507,9 @@ func (s *shard) dropSegment(num uint32) {
 		s.dead -= c.dead
 		s.slack -= c.touched - c.used
 	}
-	s.unmapMem(c.mem)
+	if err := s.freeSegment(c); err != nil {
+		panic("memkit/kv: " + err.Error()) // the OS refused munmap of a valid mapping
+	}
 	*c = segment{}
 	s.freeNum = append(s.freeNum, num)
 	if s.cur == num {
@@ -714,11 +750,9 @@ func (s *shard) close() (err error) {
 	s.closed = true
 	for k := range s.segs {
 		if c := &s.segs[k]; c.mem != nil {
-			if e := s.m.heap.Free(c.mem); e != nil && err == nil {
+			if e := s.freeSegment(c); e != nil && err == nil {
 				err = e
 			}
-			s.m.bud.Release(int64(len(c.mem)))
-			s.releases++
 		}
 	}
 	if s.tabMem != nil {
