@@ -57,8 +57,8 @@ const MaxValueLen = 1 << 30
 // and the index follows. The room freed at the segment's end is where later
 // Sets append, so overwrites in steady state reuse resident memory without a
 // system call or a page fault; once a shard holds more such room than one
-// segment plus 1/32 of its entries' bytes, compaction gives the freed pages
-// back to the OS (madvise) instead. A segment left with no live entry is
+// segment (or its live bytes, if fewer) plus 1/32 of its entries' bytes,
+// compaction gives the freed pages back to the OS (madvise) instead. A segment left with no live entry is
 // unmapped. So the resident memory stays within about 3/32 of the live
 // entries plus one segment per shard, plus up to one partly written page
 // per segment and the index, after any mix of overwrites and deletes of any

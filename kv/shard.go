@@ -614,9 +614,10 @@ func (s *shard) shrink(c *segment, w int) {
 	c.touched = w
 }
 
-// maxSlack is the slack a shard keeps resident: one segment, and 1/32 of
-// its entries' bytes.
-func (s *shard) maxSlack() int { return s.m.segSize + s.used/(2*deadShare) }
+// maxSlack is the slack a shard keeps resident: as many bytes as its live
+// entries take, up to one segment, and 1/32 of its entries' bytes; so an
+// emptied shard keeps none.
+func (s *shard) maxSlack() int { return min(s.m.segSize, s.live) + s.used/(2*deadShare) }
 
 // evictSome makes room when the budget refuses the shard memory: it evicts
 // from the shard's own oldest segment or, when the shard holds nothing to
