@@ -232,3 +232,37 @@ func trimLines(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestDocs_EveryPageIsLinked checks that every page under docs/ can be
+// reached from the README by following relative links, so that no page of
+// the manual is left where a reader cannot find it.
+func TestDocs_EveryPageIsLinked(t *testing.T) {
+	reached := map[string]bool{"README.md": true}
+	queue := []string{"README.md"}
+	for len(queue) > 0 {
+		page := queue[0]
+		queue = queue[1:]
+		text, err := os.ReadFile(page)
+		if err != nil {
+			continue
+		}
+		for _, line := range prose(string(text)) {
+			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+				file, _, _ := strings.Cut(m[1], "#")
+				if file == "" || strings.Contains(file, "://") || !strings.HasSuffix(file, ".md") {
+					continue
+				}
+				target := filepath.Join(filepath.Dir(page), file)
+				if !reached[target] {
+					reached[target] = true
+					queue = append(queue, target)
+				}
+			}
+		}
+	}
+	for _, page := range docPages(t) {
+		if !reached[page] {
+			t.Errorf("%s is linked from no page the README leads to", page)
+		}
+	}
+}
