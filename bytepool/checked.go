@@ -45,7 +45,7 @@ func (p *Pool) guardByte() byte {
 // verifyPoison checks that b, an idle buffer about to be handed out, is
 // still all poison: a byte that is not was written after its Put.
 func (p *Pool) verifyPoison(b []byte) {
-	i := checked.FirstNot(b, checked.PoisonByte)
+	i := checked.IndexNot(b, checked.PoisonByte)
 	if i < 0 {
 		return
 	}
@@ -83,7 +83,7 @@ func (p *Pool) checkPut(b []byte) *checked.Record {
 			"its capacity is %d, but Get handed it out with %d", size, want)))
 	}
 	from := max(rec.Size, len(b))
-	if i := checked.FirstNot(full[from:], p.guardByte()); i >= 0 {
+	if i := checked.IndexNot(full[from:], p.guardByte()); i >= 0 {
 		panic(p.track.Report("Put", checked.Overflow, addr, rec, fmt.Sprintf(
 			"byte %d of the %d-byte buffer, past the length %d, is %#x, not the guard byte %#x",
 			from+i, size, from, full[from+i], p.guardByte())))
