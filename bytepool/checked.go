@@ -14,7 +14,7 @@ import (
 //   - every buffer handed out is in the pool's tracker, keyed by the address
 //     of its first byte, with the length Get was asked for and the stack of
 //     the Get;
-//   - every idle buffer (in a shard, a Cache, the depot, or carved and not
+//   - every idle buffer (in a sync.Pool, a Cache, or carved and not
 //     yet handed out) is all poison, checked when it is handed out again;
 //   - the slack of a live buffer, from the length Get gave to the capacity,
 //     is guard bytes (zeros in a zeroing pool), checked on Put.
@@ -122,8 +122,8 @@ func (p *Pool) badPut(addr uintptr, size int) {
 func (p *Pool) hold(rec *checked.Record, ptr unsafe.Pointer, c, size int) {
 	mem := unsafe.Slice((*byte)(ptr), size)
 	if p.region != nil {
-		p.countFree(c)
-		p.track.Hold("Put", rec, mem, func() { p.pushBounded(ptr, c, false) })
+		p.region.hold(c)
+		p.track.Hold("Put", rec, mem, func() { p.pushBounded(ptr, c, true) })
 		return
 	}
 	e := &p.elastic[c]

@@ -7,9 +7,6 @@ import "unsafe"
 // SampleScale reports how many buffers one sampled buffer stands for.
 func (p *Pool) SampleScale() uint64 { return p.scale() }
 
-// Shards reports the number of shards of a Bounded pool.
-func (p *Pool) Shards() int { return len(p.shards) }
-
 // RegionSize reports the bytes a Bounded pool reserved, or 0.
 func (p *Pool) RegionSize() int {
 	if p.region == nil {

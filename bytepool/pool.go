@@ -25,8 +25,9 @@ import (
 // An [Elastic] pool's Get and Put are one sync.Pool Get or Put of the
 // buffer's data pointer (the P's own list, no atomic instruction, no boxing)
 // plus a table lookup, a capacity check and the idle mark: within 10% of a
-// bare sync.Pool per class. A [Bounded] pool's are one uncontended
-// compare-and-swap on the goroutine's shard each.
+// bare sync.Pool per class. A [Bounded] pool's are a sync.Pool Get or Put
+// of the buffer's ticket and a store into the buffer's slot (see
+// bounded.go): no lock and no locked instruction either.
 // Neither allocates once the pool is warm. For a hot loop on one
 // goroutine, a [Cache] is cheaper still.
 //
@@ -56,9 +57,7 @@ type Pool struct {
 	sampleMax   uintptr        // a buffer is sampled if its address hash is at most this
 	sampleSeed  uintptr        // added to the address before hashing, random per pool
 
-	shards []boundedShard // Bounded only
-	depots []depot        // Bounded only: one per class
-	magCap []int          // per class: capacity of a shard's or a Cache's free list
+	magCap []int // per class: capacity of a Cache's free list
 
 	zeroed bool
 	plain  bool // Elastic, not zeroing, not checked: Get has nothing to do but slice
@@ -126,10 +125,10 @@ func New(opts ...Option) (*Pool, error) {
 	return p, nil
 }
 
-// magazineSize is how many idle buffers of a class one shard (or a Cache)
-// keeps: up to 64 for small classes, fewer for large ones so that a shard
-// holds about 512 KiB of a class, and never fewer than 2 so that a Get+Put
-// pair never reaches the depot.
+// magazineSize is how many idle buffers of a class a Cache keeps (and a
+// Bounded pool carves at a time): up to 64 for small classes, fewer for
+// large ones so that a Cache holds about 512 KiB of a class, and never
+// fewer than 2.
 func magazineSize(size int) int {
 	return min(max((512<<10)/size, 2), 64)
 }
@@ -436,7 +435,10 @@ func (p *Pool) fallback(c, n int) []byte {
 // Stats.BadFrees: it is never filed into a class it does not fit. A buffer
 // above the largest class is accepted and dropped. A second Put of a
 // buffer still idle in the pool panics with "memkit/bytepool: double
-// free"; so does any second Put of a Bounded pool's buffer. See the package
+// free"; so does any second Put of a Bounded pool's buffer made before
+// the buffer is handed out again (but for two Puts made by two goroutines
+// at the same instant, which can both pass the check of the buffer's slot
+// and leave the buffer to be handed out twice). See the package
 // documentation for what an Elastic pool cannot see.
 func (p *Pool) Put(b []byte) {
 	size := cap(b)
@@ -523,7 +525,7 @@ func (p *Pool) putChecked(b []byte, ptr unsafe.Pointer, c int) {
 		p.hold(rec, ptr, c, cap(b))
 		return
 	}
-	p.pushBounded(ptr, c, true)
+	p.pushBounded(ptr, c, false)
 }
 
 // exact returns the class whose size is exactly size, or -1.

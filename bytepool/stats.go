@@ -7,20 +7,25 @@ import (
 // ReadStats fills *st with a snapshot of the pool's statistics and a row per
 // size class. It does not allocate once st.Classes has room for every class.
 // It is safe to call from any goroutine while others use the pool: it reads
-// atomics, and takes each of a Bounded pool's shard locks in turn, never all
-// at once. Counters held by live Caches are included as of their last
-// refill, spill or Release.
+// atomics, and a Bounded pool's slots (a load of each carved buffer's, so
+// it costs time in proportion to the buffers carved). Counters held by live
+// Caches are included as of their last refill, spill or Release.
 //
 // Which figures are exact: every slow-path event (Grows, Releases,
 // HeapFallbacks, Failures, BadFrees, the oversize buffers' Allocs, Frees
-// and bytes), everything of a [Bounded] pool, and what Caches count. The
+// and bytes), what Caches count, and a [Bounded] pool's buffers in use and
+// idle when no Get or Put runs meanwhile. A Bounded pool's Allocs (and so
+// Frees) are low by at most 63 per buffer carved: each buffer's Gets are
+// added to the class's count exactly for its first 64 and then 64 at a
+// time, so that a Get takes no locked instruction; [WithExactStats] makes
+// it add every Get, one atomic add each, and Allocs and Frees exact. The
 // Allocs, Frees, LiveObjects and InUseBytes of an [Elastic] pool's own Get
 // and Put are estimated from a sample of the buffers (see the package
 // documentation, "Statistics"); its ReservedBytes, the buffers made and not
 // yet collected by the GC, is exact as of the last GC.
 func (p *Pool) ReadStats(st *stats.Stats) {
 	st.Reset()
-	st.Estimated = p.region == nil && p.sampleMax != sampleMaxFor(0)
+	st.Estimated = p.sampleMax != sampleMaxFor(0)
 	st.Classes = p.AppendClassStats(st.Classes)
 	for i := range st.Classes {
 		c := &st.Classes[i]
@@ -86,41 +91,6 @@ func (p *Pool) elasticRows(rows []stats.ClassStats) {
 		made := sat(row.Grows, releases)
 		row.IdleObjects = sat(made, row.LiveObjects)
 		row.ReservedBytes = max(made, row.LiveObjects) * row.Size
-	}
-}
-
-// boundedRows fills a Bounded pool's class rows, exact. It takes each
-// shard's lock once, for all classes, and each depot's once.
-func (p *Pool) boundedRows(rows []stats.ClassStats) {
-	// Until the rows are finished, ReservedBytes holds the class's heapLive
-	// summed over shards: a two's-complement sum, which a foreign buffer
-	// put back can drive below zero.
-	for i := range p.shards {
-		s := &p.shards[i]
-		s.Lock.Lock()
-		for c := range rows {
-			l, row := &s.lists[c], &rows[c]
-			row.Allocs += l.allocs
-			row.Frees += l.frees
-			row.IdleObjects += uint64(len(l.bufs))
-			row.ReservedBytes += l.heapLive
-		}
-		s.Unlock()
-	}
-	for c := range rows {
-		row := &rows[c]
-		d := &p.depots[c]
-		d.mu.Lock()
-		row.Allocs += d.allocs
-		row.Frees += d.frees
-		row.IdleObjects += uint64(len(d.bufs))
-		d.mu.Unlock()
-		heapLive := uint64(max(int64(row.ReservedBytes), 0))
-		row.LiveObjects = sat(row.Allocs, row.Frees)
-		row.InUseBytes = row.LiveObjects * row.Size
-		slabs := p.region.classSlabs(c)
-		row.Grows = uint64(slabs)
-		row.ReservedBytes = uint64(slabs)<<slabShift + heapLive*row.Size
 	}
 }
 

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -40,10 +41,14 @@ import (
 // Counts: the Gets are counted per slot and added to a shared counter
 // exactly for a slot's first 64 Gets, then 64 at a time, so that a warm
 // Get takes no locked instruction; [Idle.Gets] is low by at most 63 per
-// item.
+// item. An owner that promised exact counts calls [Idle.CountEvery]: then
+// every Get adds to the shared counter, one atomic add, and Gets is exact.
 type Idle struct {
 	pool sync.Pool // *Ticket
 	gets atomic.Uint64
+	// exactUses: a slot's Gets up to this many are added to gets one by
+	// one; past it, flushEvery at a time.
+	exactUses uint32
 
 	// locked: the race detector's build keeps idle tickets on stash.
 	locked bool
@@ -85,10 +90,15 @@ func NewIdle(slotOf func(key uintptr) *Slot) *Idle { return newIdle(slotOf, race
 
 // newIdle is NewIdle, keeping idle tickets on a locked stack if locked.
 func newIdle(slotOf func(key uintptr) *Slot, locked bool) *Idle {
-	x := &Idle{slotOf: slotOf, locked: locked}
+	x := &Idle{slotOf: slotOf, locked: locked, exactUses: exactUses}
 	x.self = weak.Make(x)
 	return x
 }
+
+// CountEvery makes every Get add to the shared count, so that [Idle.Gets]
+// is exact, at the cost of one atomic add per Get on a counter every
+// goroutine shares. Call it before the first Get.
+func (x *Idle) CountEvery() { x.exactUses = math.MaxUint32 }
 
 // Add makes a new item, with the given key, idle. Items added last are
 // taken first.
@@ -113,7 +123,7 @@ func (x *Idle) Get() *Ticket {
 	s := t.slot
 	s.store(t)
 	s.uses++
-	if s.uses <= exactUses || s.uses%flushEvery == 0 {
+	if s.uses <= x.exactUses || s.uses%flushEvery == 0 {
 		x.flush(s)
 	}
 	return t
@@ -187,8 +197,8 @@ func (x *Idle) Put(t *Ticket) {
 	x.pool.Put(t)
 }
 
-// Gets returns the Gets counted so far: low by at most 63 per item (see
-// [Idle]).
+// Gets returns the Gets counted so far: low by at most 63 per item, or
+// exact after [Idle.CountEvery] (see [Idle]).
 func (x *Idle) Gets() uint64 { return x.gets.Load() }
 
 // Made returns how many tickets were made: the first Get of each item, and

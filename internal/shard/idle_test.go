@@ -123,6 +123,31 @@ func TestIdle_GetsEstimate(t *testing.T) {
 	}
 }
 
+// After CountEvery every Get is counted, on the fast path too.
+func TestIdle_CountEvery(t *testing.T) {
+	for _, k := range []int{1, 64, 65, 129, 1000} {
+		o := newOwner(func(f func(uintptr) *shard.Slot) *shard.Idle {
+			x := shard.NewIdle(f) // the race build's stash keeps every ticket
+			x.CountEvery()
+			return x
+		}, 2)
+		for j := range k {
+			i, ok := o.get()
+			if j%3 == 0 { // two items out at once now and then
+				i2, ok2 := o.get()
+				ok = ok && ok2 && o.put(i2)
+			}
+			if !ok || !o.put(i) {
+				t.Skip("a GC dropped a ticket")
+			}
+		}
+		want := uint64(k + (k+2)/3)
+		if got := o.x.Gets(); got != want {
+			t.Errorf("%d Gets counted as %d", want, got)
+		}
+	}
+}
+
 func TestIdle_ZeroAllocs(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector's build stashes tickets under a lock, and allocates")
