@@ -9,6 +9,12 @@ import (
 	"github.com/memkit/memkit/stats"
 )
 
+// The Bounded engine: everything a Bounded pool does that an Elastic one
+// does not lives in this file and region.go; the Pool façade (pool.go)
+// finds the class, serves what is common (sizes above the classes, the
+// checked build's tracking) and calls the engine directly, never through
+// an interface.
+//
 // A Bounded pool's free lists. Its buffers live in a region that must stay
 // whole, so it cannot keep them in a sync.Pool itself, which drops what it
 // holds at GC time. It keeps a ticket per buffer there instead (see
@@ -24,64 +30,68 @@ import (
 // of the class per other P is idle: the one a P's sync.Pool keeps in its
 // private slot, which only that P's goroutines reach.
 
-// newBounded sets p up as a Bounded pool: its region.
-func (p *Pool) newBounded(cfg *config) error {
+// boundedEngine is a Bounded pool's engine: its region, with the slots and
+// tickets of its buffers, and the façade it serves.
+type boundedEngine struct {
+	region
+	p *Pool // the façade: class table, shared counters, budget, checked-build tracker
+}
+
+// newBounded returns the engine of p, a Bounded pool configured by cfg,
+// setting p's budget if cfg asks for an alert.
+func newBounded(p *Pool, cfg *config) (*boundedEngine, error) {
 	size := cfg.regionSize()
 	if size < slabSize || size > maxBudget {
-		return fmt.Errorf("%sWithBudget(%d): a Bounded pool's region must be between 64KiB and %s", prefix, size, stats.FormatBytes(uint64(maxBudget)))
+		return nil, fmt.Errorf("%sWithBudget(%d): a Bounded pool's region must be between 64KiB and %s", prefix, size, stats.FormatBytes(uint64(maxBudget)))
 	}
 	if cfg.HasAlert() {
 		threshold, fn := cfg.Alert()
 		p.budget = budget.New(size>>slabShift<<slabShift, threshold, fn)
 	}
-	r, err := newRegion(size, cfg.minSize, p.sizes, p.budget)
-	if err != nil {
-		return err
+	b := &boundedEngine{p: p}
+	if err := b.region.init(size, p.sizes, p.budget); err != nil {
+		return nil, err
 	}
 	if cfg.sampleBits == 0 { // WithExactStats: every Get counted, one atomic add each
-		for c := range r.classes {
-			r.classes[c].idle.CountEvery()
+		for c := range b.classes {
+			b.classes[c].idle.CountEvery()
 		}
 	}
-	p.region = r
-	p.quickBounded = !cfg.zeroed && !checked.Enabled
-	return nil
+	return b, nil
 }
 
-// getBoundedQuick is Get of n <= tabMax from a Bounded pool that neither
-// zeroes nor checks: a ticket from the class's sync.Pool, which Get stores
-// in its buffer's slot.
-func (p *Pool) getBoundedQuick(n int) []byte {
-	c := p.lookup(n)
-	r := p.region
-	ci := r.classOf(c)
+// get is Get of n <= tabMax from a pool that neither zeroes nor checks: a
+// ticket from the class's sync.Pool, which Get stores in its buffer's
+// slot.
+func (b *boundedEngine) get(n int) []byte {
+	c := b.p.lookup(n)
+	ci := b.classOf(c)
 	t := ci.idle.Get()
 	if t == nil {
-		return p.getBounded(int(c), n)
+		return b.getClass(int(c), n)
 	}
-	return slice(unsafe.Add(r.start, t.Key()), n, ci.size)
+	return slice(unsafe.Add(b.start, t.Key()), n, ci.size)
 }
 
-// putBoundedQuick is Put of a capacity <= tabMax to a Bounded pool that
-// neither zeroes nor checks: the region checks, the slot's take (the
-// double-free check) and a sync.Pool Put of the ticket.
-func (p *Pool) putBoundedQuick(b []byte) {
-	size := cap(b)
-	c := p.lookup(size)
-	r := p.region
-	ci := r.classOf(c)
+// put is Put of a capacity <= tabMax to a pool that neither zeroes nor
+// checks: the region checks, the slot's take (the double-free check) and
+// a sync.Pool Put of the ticket.
+func (b *boundedEngine) put(buf []byte) {
+	size := cap(buf)
+	c := b.p.lookup(size)
+	ci := b.classOf(c)
 	// The region checks, as isStart and slotAt make them, for a class
 	// whose runs are one slab (every class up to 64 KiB, the lookup
 	// table's): the slab's class, the divisibility test and the slot.
-	off := uintptr(unsafe.Pointer(unsafe.SliceData(b[:size]))) - r.base
-	if ci.size != size || off >= uintptr(len(r.mem)) {
-		p.putSlow(b)
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(buf[:size]))) - b.base
+	if ci.size != size || off >= uintptr(len(b.mem)) {
+		b.p.putSlow(buf)
 		return
 	}
-	sl := r.slabAt(off)
+	sl := b.slabAt(off)
 	in := off & (slabSize - 1)
 	if sl.class.Load() != int32(c) || uint64(in)*ci.divisor > ci.divisor-1 {
-		p.putSlow(b)
+		b.p.putSlow(buf)
 		return
 	}
 	t := slotOf(sl.slots.Load(), ci.slotIndex(in)).Take()
@@ -91,100 +101,123 @@ func (p *Pool) putBoundedQuick(b []byte) {
 	ci.idle.Put(t)
 }
 
-// getBounded is Get of class c from a Bounded pool.
-func (p *Pool) getBounded(c, n int) []byte {
-	ptr := p.takeBounded(c)
+// getClass is Get of class c past get: any size of a zeroing or checked
+// pool, or a class with no ticket in its sync.Pool.
+func (b *boundedEngine) getClass(c, n int) []byte {
+	ptr := b.take(c)
 	if ptr == nil {
-		return p.fallback(c, n)
+		return b.p.fallback(c, n)
 	}
-	return p.handOutChecked(ptr, c, n)
+	return b.p.handOutChecked(ptr, c, n)
 }
 
-// takeBounded takes an idle buffer of class c, carving a batch from the
-// region when the class has none (and, in the checked build, emptying the
+// take takes an idle buffer of class c, carving a batch from the region
+// when the class has none (and, in the checked build, emptying the
 // quarantine when the region has none either), or returns nil when there
 // is none.
-func (p *Pool) takeBounded(c int) unsafe.Pointer {
-	r := p.region
+func (b *boundedEngine) take(c int) unsafe.Pointer {
+	size := b.p.sizes[c]
 	for {
-		if t := r.classes[c].idle.Get(); t != nil {
-			return unsafe.Add(r.start, t.Key())
+		if t := b.classes[c].idle.Get(); t != nil {
+			return unsafe.Add(b.start, t.Key())
 		}
-		n, took := r.carve(c, p.sizes[c], max(magazineSize(p.sizes[c])/2, 1))
-		r.charge(took) // with no lock held: the alert may call the pool
+		n, took := b.carve(c, size, max(magazineSize(size)/2, 1))
+		b.charge(took) // with no lock held: the alert may call the pool
 		if n > 0 {
 			continue
 		}
-		if checked.Enabled && p.flushQuarantine() {
+		if checked.Enabled && b.p.flushQuarantine() {
 			continue
 		}
 		return nil
 	}
 }
 
-// countFallback counts a Bounded pool's heap fallback buffer of class c.
-func (p *Pool) countFallback(c int) {
-	p.region.classes[c].fbAllocs.Add(1)
+// noteFallback counts a heap fallback buffer of class c, and charges the
+// budget for it.
+func (b *boundedEngine) noteFallback(c int, buf []byte) {
+	b.classes[c].fbAllocs.Add(1)
+	if b.p.budget != nil {
+		b.p.budget.Charge(int64(cap(buf)))
+	}
 }
 
-// release checks a Bounded pool's buffer on Put. It reports whether the
-// buffer goes back to its class: false for a heap fallback buffer (counted
-// as freed and dropped) and for a slice that is not a region buffer's
-// start (counted as a bad free).
-func (p *Pool) release(ptr unsafe.Pointer, c, size int) bool {
-	r := p.region
-	if !r.contains(ptr) {
-		p.dropFallback(c, size)
+// putClass is Put of a buffer whose capacity is class c's, past put: a
+// zeroing or checked pool, or a buffer put checks no further.
+func (b *boundedEngine) putClass(buf []byte, ptr unsafe.Pointer, c int) {
+	var rec *checked.Record
+	if checked.Enabled {
+		rec = b.p.checkPut(buf)
+	}
+	if !b.release(ptr, c, cap(buf)) {
+		return
+	}
+	if checked.Enabled {
+		b.hold(rec, ptr, c, cap(buf))
+		return
+	}
+	b.push(ptr, c, false)
+}
+
+// release checks a buffer on Put. It reports whether the buffer goes back
+// to its class: false for a heap fallback buffer (counted as freed and
+// dropped) and for a slice that is not a region buffer's start (counted as
+// a bad free).
+func (b *boundedEngine) release(ptr unsafe.Pointer, c, size int) bool {
+	if !b.contains(ptr) {
+		b.dropFallback(c, size)
 		return false
 	}
-	if !r.isStart(ptr, c) {
-		p.counts.badFrees.Add(1)
+	if !b.isStart(ptr, c) {
+		b.p.counts.badFrees.Add(1)
 		return false
 	}
 	return true
 }
 
-// dropFallback counts the Put of a Bounded pool's heap fallback buffer of
-// class c (or foreign memory of a class's size, which looks the same) and
-// lets the GC have it.
-func (p *Pool) dropFallback(c, size int) {
-	p.region.classes[c].fbFrees.Add(1)
-	if p.budget != nil {
-		p.budget.Release(int64(size))
+// dropFallback counts the Put of a heap fallback buffer of class c (or
+// foreign memory of a class's size, which looks the same) and lets the GC
+// have it.
+func (b *boundedEngine) dropFallback(c, size int) {
+	b.classes[c].fbFrees.Add(1)
+	if b.p.budget != nil {
+		b.p.budget.Release(int64(size))
 	}
 }
 
-// pushBounded gives the region buffer at ptr, of class c, back to its
-// class: its slot's ticket to the class's sync.Pool. It panics with
-// "double free" if the buffer is idle already. held marks a buffer
-// leaving the checked build's quarantine.
-func (p *Pool) pushBounded(ptr unsafe.Pointer, c int, held bool) {
-	r := p.region
-	t := r.startSlot(ptr, c).Take()
+// push gives the region buffer at ptr, of class c, back to its class: its
+// slot's ticket to the class's sync.Pool. It panics with "double free" if
+// the buffer is idle already. held marks a buffer leaving the checked
+// build's quarantine.
+func (b *boundedEngine) push(ptr unsafe.Pointer, c int, held bool) {
+	t := b.startSlot(ptr, c).Take()
 	if t == nil {
 		panic(errDoubleFree)
 	}
 	if held {
-		r.classes[c].held.Add(-1)
+		b.classes[c].held.Add(-1)
 	}
-	r.classes[c].idle.Put(t)
+	b.classes[c].idle.Put(t)
 }
 
-// hold counts a buffer of class c entering the checked build's quarantine:
-// out by its slot, but put back.
-func (r *region) hold(c int) { r.classes[c].held.Add(1) }
+// hold keeps the buffer at ptr, of class c and size bytes, just put, in
+// the checked build's quarantine (see [Pool.hold]): out by its slot, but
+// counted as put back.
+func (b *boundedEngine) hold(rec *checked.Record, ptr unsafe.Pointer, c, size int) {
+	b.classes[c].held.Add(1)
+	b.p.hold(rec, ptr, size, func() { b.push(ptr, c, true) })
+}
 
-// boundedRows fills a Bounded pool's class rows. The buffers out are
-// counted by a load of each carved buffer's slot (exact when no Get or Put
-// runs meanwhile); Allocs is the classes' ticket counts, low by at most 63
-// per buffer carved (see internal/shard.Idle), plus the heap fallbacks,
-// exact; Frees is Allocs less the buffers out.
-func (p *Pool) boundedRows(rows []stats.ClassStats) {
-	r := p.region
+// rows fills the pool's class rows. The buffers out are counted by a load
+// of each carved buffer's slot (exact when no Get or Put runs meanwhile);
+// Allocs is the classes' ticket counts, low by at most 63 per buffer
+// carved (see internal/shard.Idle; exact WithExactStats), plus the heap
+// fallbacks, exact; Frees is Allocs less the buffers out.
+func (b *boundedEngine) rows(rows []stats.ClassStats) {
 	for c := range rows {
 		row := &rows[c]
-		carved, slabs, out := r.census(c)
-		ci := &r.classes[c]
+		carved, slabs, out := b.census(c)
+		ci := &b.classes[c]
 		out -= min(out, int(ci.held.Load())) // in the quarantine: put back
 		// Frees before allocs: a fallback is got before it is put.
 		fbFrees := ci.fbFrees.Load()
@@ -198,4 +231,10 @@ func (p *Pool) boundedRows(rows []stats.ClassStats) {
 		row.Grows = uint64(slabs)
 		row.ReservedBytes = uint64(slabs)<<slabShift + heapLive*row.Size
 	}
+}
+
+// untaken is the bytes of the region no class has taken yet: reserved at
+// New, so ReservedBytes counts them beside the classes' rows.
+func (b *boundedEngine) untaken() uint64 {
+	return uint64(len(b.mem) - b.usedSlabs()<<slabShift)
 }

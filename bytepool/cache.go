@@ -70,7 +70,7 @@ func (p *Pool) NewCache() *Cache {
 		l := &c.all[i]
 		l.size = p.sizes[i]
 		if p.elastic != nil {
-			l.mask = p.elastic[i].alignMask.Load()
+			l.mask = p.elastic.classes[i].alignMask.Load()
 		}
 	}
 	return c
@@ -104,7 +104,7 @@ func (c *Cache) Get(n int) []byte {
 // Bounded (passed on), zeroing or checked (passed on).
 func (c *Cache) getSlow(n int) []byte {
 	p := c.p
-	if checked.Enabled || p.region != nil {
+	if checked.Enabled || p.bounded != nil {
 		return p.Get(n)
 	}
 	if uint(n) > uint(p.maxSize) {
@@ -143,7 +143,7 @@ func (c *Cache) Put(b []byte) {
 // or a pool that is Bounded, zeroing or checked.
 func (c *Cache) putSlow(b []byte) {
 	p := c.p
-	if checked.Enabled || p.region != nil {
+	if checked.Enabled || p.bounded != nil {
 		p.Put(b)
 		return
 	}
@@ -155,7 +155,7 @@ func (c *Cache) putSlow(b []byte) {
 	}
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	l := &c.all[cl]
-	if p.elastic[cl].misaligned(ptr) {
+	if p.elastic.classes[cl].misaligned(ptr) {
 		p.counts.badFrees.Add(1)
 		return
 	}
@@ -177,12 +177,12 @@ func (c *Cache) refill(cl, n int) []byte {
 	}
 	want := l.bufs[:max(len(l.bufs)/2, 1)]
 	got := 0
-	e := &p.elastic[cl]
+	e := &p.elastic.classes[cl]
 	got = e.takeFree(want)
 	got += e.res.popInto(want[got:])
 	if got == 0 {
 		mustServe(l.size)
-		ptr := p.takeIdle(cl)
+		ptr := p.elastic.takeIdle(cl)
 		if ptr == nil {
 			return p.fallback(cl, n)
 		}
@@ -216,7 +216,7 @@ func (c *Cache) give(cl, keep int) {
 	p := c.p
 	l := &c.all[cl]
 	move := l.bufs[keep:l.n]
-	e := &p.elastic[cl]
+	e := &p.elastic.classes[cl]
 	e.cputs.Add(p.countSampled(move))
 	for _, ptr := range move {
 		e.park(ptr)
@@ -233,7 +233,7 @@ func (c *Cache) give(cl, keep int) {
 func (c *Cache) settle(cl int) {
 	p, l := c.p, &c.all[cl]
 	frees := l.allocs + uint64(l.n-l.base)
-	e := &p.elastic[cl]
+	e := &p.elastic.classes[cl]
 	if l.allocs|frees != 0 {
 		e.cacheAllocs.Add(l.allocs)
 		e.cacheFrees.Add(frees)

@@ -52,8 +52,9 @@ type Pool struct {
 	tabEnd   uint // tabMax+1: uint(n) < tabEnd means n is in the table
 	fastEnd  uint // tabEnd if the pool is plain, else 0: uint(n) < fastEnd means Get and Put take the fast path
 
-	elastic     []elasticClass // Elastic only: one per class
-	elasticBase unsafe.Pointer // &elastic[0]
+	// The Elastic fast path's, copied from the engine: Get and Put read
+	// them inline.
+	elasticBase unsafe.Pointer // &elastic.classes[0]
 	sampleMax   uintptr        // a buffer is sampled if its address hash is at most this
 	sampleSeed  uintptr        // added to the address before hashing, random per pool
 
@@ -62,12 +63,15 @@ type Pool struct {
 	zeroed bool
 	plain  bool // Elastic, not zeroing, not checked: Get has nothing to do but slice
 	// quickBounded: Bounded, not zeroing, not checked: Get and Put of sizes
-	// in the lookup table take getBoundedQuick and putBoundedQuick.
+	// in the lookup table call the engine's get and put.
 	quickBounded bool
 	secret       uint64
 	policy       Policy
-	region       *region    // Bounded only
-	ret          *retention // Elastic only: the reserves behind the sync.Pools, and their tending
+
+	// The engine of the pool's policy, the other nil: the Pool is a façade
+	// that finds the class and serves what both share.
+	elastic *elasticEngine // elastic.go, retain.go
+	bounded *boundedEngine // bounded.go, region.go
 
 	counts counters
 	budget *budget.Budget   // nil: no limit and no alert
@@ -111,12 +115,12 @@ func New(opts ...Option) (*Pool, error) {
 		p.magCap[c] = magazineSize(size)
 	}
 	if cfg.policy == Bounded {
-		err = p.newBounded(&cfg)
+		if p.bounded, err = newBounded(p, &cfg); err != nil {
+			return nil, err
+		}
+		p.quickBounded = !cfg.zeroed && !checked.Enabled
 	} else {
-		p.newElastic(&cfg)
-	}
-	if err != nil {
-		return nil, err
+		p.elastic = newElastic(p, &cfg)
 	}
 	if checked.Enabled {
 		p.track = checked.NewTracker("bytepool")
@@ -202,7 +206,7 @@ func lookup(tab unsafe.Pointer, n int) uint8 {
 func (p *Pool) Get(n int) []byte {
 	if uint(n) >= p.fastEnd {
 		if p.quickBounded && uint(n) < p.tabEnd { // a Bounded pool's usual Get, one call deep
-			return p.getBoundedQuick(n)
+			return p.bounded.get(n)
 		}
 		return p.getSlow(n)
 	}
@@ -210,7 +214,7 @@ func (p *Pool) Get(n int) []byte {
 	e := p.elasticOf(c)
 	ptr, _ := e.free.Get().(unsafe.Pointer)
 	if ptr == nil {
-		return p.getNew(int(c), n)
+		return p.elastic.getNew(int(c), n)
 	}
 	if p.sampled(ptr) {
 		e.gets.Add(1)
@@ -229,22 +233,10 @@ func (p *Pool) getSlow(n int) []byte {
 		return p.getOversize(n)
 	}
 	c := p.class(n)
-	if p.region != nil {
-		return p.getBounded(c, n)
+	if p.bounded != nil {
+		return p.bounded.getClass(c, n)
 	}
-	e := &p.elastic[c]
-	var ptr unsafe.Pointer
-	if !e.res.always { // a class that keeps its idle buffers in the reserve has nothing in its sync.Pool
-		ptr, _ = e.free.Get().(unsafe.Pointer)
-	}
-	if ptr == nil {
-		mustServe(e.size)
-		return p.getNew(c, n)
-	}
-	if p.sampled(ptr) {
-		e.gets.Add(1)
-	}
-	return p.handOut(ptr, c, n)
+	return p.elastic.getClass(c, n)
 }
 
 // slice returns the buffer at ptr with length n and capacity size, n <=
@@ -274,20 +266,10 @@ func (p *Pool) TryGet(n int) ([]byte, bool) {
 	}
 	c := p.class(n)
 	var ptr unsafe.Pointer
-	if p.region != nil {
-		ptr = p.takeBounded(c)
+	if p.bounded != nil {
+		ptr = p.bounded.take(c)
 	} else {
-		e := &p.elastic[c]
-		ptr, _ = e.free.Get().(unsafe.Pointer)
-		if ptr == nil {
-			ptr = e.res.pop()
-		}
-		if ptr == nil && sysmem.Available(uint64(e.size)) {
-			ptr = p.takeIdle(c)
-		}
-		if ptr != nil && p.sampled(ptr) {
-			e.gets.Add(1)
-		}
+		ptr = p.elastic.tryTake(c)
 	}
 	if ptr == nil {
 		p.counts.failures.Add(1)
@@ -332,9 +314,9 @@ func (p *Pool) handOutChecked(ptr unsafe.Pointer, c, n int) []byte {
 // panics as a double free: two O(1) word accesses on a cache line the
 // caller has just used. A second Put after the pool handed the buffer out
 // again finds the new user's bytes instead and cannot be told from a first:
-// only the checked build catches that one. A Bounded pool keeps the same
-// mark in its idle buffers. The
-// odds that a user's own bytes equal the word by chance are 2^-64.
+// only the checked build catches that one. The odds that a user's own
+// bytes equal the word by chance are 2^-64. A Bounded pool needs no mark:
+// a buffer's slot says whether it is idle (see bounded.go).
 
 // markIdle marks the buffer at ptr idle, panicking if it already is.
 func (p *Pool) markIdle(ptr unsafe.Pointer) { markIdle(ptr, p.secret) }
@@ -406,17 +388,10 @@ func (p *Pool) fallback(c, n int) []byte {
 	mustServe(p.sizes[c])
 	b := make([]byte, n, p.sizes[c])
 	p.counts.fallbacks.Add(1)
-	if p.region != nil {
-		p.countFallback(c)
-		if p.budget != nil {
-			p.budget.Charge(int64(cap(b)))
-		}
+	if p.bounded != nil {
+		p.bounded.noteFallback(c, b)
 	} else {
-		e := &p.elastic[c]
-		e.noteAlignment(unsafe.Pointer(unsafe.SliceData(b)))
-		if p.sampled(unsafe.Pointer(unsafe.SliceData(b))) {
-			e.gets.Add(1)
-		}
+		p.elastic.noteFallback(c, b)
 	}
 	if checked.Enabled {
 		p.trackOut(b[:cap(b)], n)
@@ -444,7 +419,7 @@ func (p *Pool) Put(b []byte) {
 	size := cap(b)
 	if uint(size) >= p.fastEnd {
 		if p.quickBounded && uint(size) < p.tabEnd { // a Bounded pool's usual Put, one call deep
-			p.putBoundedQuick(b)
+			p.bounded.put(b)
 			return
 		}
 		p.putSlow(b)
@@ -472,9 +447,9 @@ func (p *Pool) Put(b []byte) {
 }
 
 // putSlow is Put of a capacity past the lookup table or of no class, of
-// a moved start, or for a pool that is zeroing, checked, or Bounded past
-// the quick path Put takes itself: it finds b's class, if any, and checks
-// b against it.
+// a moved start, of another allocator's memory, or for a pool that is
+// zeroing, checked, or Bounded past the quick path Put takes itself: it
+// finds b's class, if any, and hands b to the engine to check and file.
 func (p *Pool) putSlow(b []byte) {
 	size := cap(b)
 	c := p.exact(size)
@@ -483,49 +458,11 @@ func (p *Pool) putSlow(b []byte) {
 		return
 	}
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if p.region != nil || checked.Enabled {
-		p.putChecked(b, ptr, c)
+	if p.bounded != nil {
+		p.bounded.putClass(b, ptr, c)
 		return
 	}
-	e := &p.elastic[c]
-	if e.misaligned(ptr) {
-		p.counts.badFrees.Add(1) // its start moved: no buffer of this class starts there
-		return
-	}
-	refuseOwned(ptr)
-	p.markIdle(ptr)
-	if p.sampled(ptr) {
-		e.puts.Add(1)
-	}
-	e.park(ptr)
-}
-
-// putChecked is Put for a Bounded pool, or any pool in the checked build,
-// of a buffer whose capacity is class c's.
-func (p *Pool) putChecked(b []byte, ptr unsafe.Pointer, c int) {
-	var rec *checked.Record
-	if checked.Enabled {
-		rec = p.checkPut(b)
-	}
-	if p.region != nil {
-		if !p.release(ptr, c, cap(b)) {
-			return
-		}
-	} else {
-		e := &p.elastic[c]
-		if e.misaligned(ptr) {
-			p.counts.badFrees.Add(1)
-			return
-		}
-		if p.sampled(ptr) {
-			e.puts.Add(1)
-		}
-	}
-	if checked.Enabled {
-		p.hold(rec, ptr, c, cap(b))
-		return
-	}
-	p.pushBounded(ptr, c, false)
+	p.elastic.putClass(b, ptr, c)
 }
 
 // exact returns the class whose size is exactly size, or -1.

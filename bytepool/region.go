@@ -86,22 +86,20 @@ type cursor struct {
 // 64 KiB, 128 TiB (on 32-bit platforms, what an int can hold).
 const maxBudget = int64(1<<(31+slabShift))*int64(bits.UintSize/64) + int64(1<<31-1)*int64(1-bits.UintSize/64)
 
-// newRegion reserves a region of size bytes, rounded down to whole slabs,
-// or returns an error if the machine cannot hold it: the region is one Go
-// heap object, and a Go heap allocation past the memory the system will
-// give ends the process rather than fail.
-func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region, error) {
+// init reserves r, a zero region, of size bytes, rounded down to whole
+// slabs, or returns an error if the machine cannot hold it: the region is
+// one Go heap object, and a Go heap allocation past the memory the system
+// will give ends the process rather than fail.
+func (r *region) init(size int64, sizes []int, b *budget.Budget) error {
 	nslabs := int(size >> slabShift)
 	if mem := machineMemory(); mem > 0 && uint64(nslabs)<<slabShift > mem {
-		return nil, fmt.Errorf("%sWithBudget(%d): a Bounded pool's region is more than this machine's memory (%d bytes of RAM and swap): lower it", prefix, size, mem)
+		return fmt.Errorf("%sWithBudget(%d): a Bounded pool's region is more than this machine's memory (%d bytes of RAM and swap): lower it", prefix, size, mem)
 	}
-	r := &region{
-		budget:  b,
-		mem:     make([]byte, nslabs<<slabShift),
-		slabs:   make([]slabInfo, nslabs),
-		classes: make([]classInfo, len(sizes)),
-		cursor:  make([]cursor, len(sizes)),
-	}
+	r.budget = b
+	r.mem = make([]byte, nslabs<<slabShift)
+	r.slabs = make([]slabInfo, nslabs)
+	r.classes = make([]classInfo, len(sizes))
+	r.cursor = make([]cursor, len(sizes))
 	r.start = unsafe.Pointer(unsafe.SliceData(r.mem))
 	r.base = uintptr(r.start)
 	owned.Add(r.mem, "a Bounded bytepool", true)
@@ -121,7 +119,7 @@ func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region,
 		ci.idle = shard.NewIdle(func(off uintptr) *shard.Slot { return r.slotAt(off, c) })
 		r.cursor[c].run = -1
 	}
-	return r, nil
+	return nil
 }
 
 // runBytes is the size of the runs a class of size bytes takes: one slab up

@@ -48,11 +48,11 @@ func (p *Pool) ReadStats(st *stats.Stats) {
 	st.InUseBytes += oversizeBytes
 	st.ReservedBytes += oversizeBytes
 	st.LiveObjects += sat(n.oversizeAllocs.Load(), n.oversizeFrees.Load())
-	if p.region != nil {
+	if p.bounded != nil {
 		// The region is reserved whole at New, not just the slabs the
 		// classes took so far; heap fallbacks and oversize buffers come on
 		// top of it.
-		st.ReservedBytes += uint64(len(p.region.mem) - p.region.usedSlabs()<<slabShift)
+		st.ReservedBytes += p.bounded.untaken()
 	}
 }
 
@@ -64,34 +64,12 @@ func (p *Pool) AppendClassStats(dst []stats.ClassStats) []stats.ClassStats {
 		dst = append(dst, stats.ClassStats{Size: uint64(size)})
 	}
 	rows := dst[base:]
-	if p.region != nil {
-		p.boundedRows(rows)
+	if p.bounded != nil {
+		p.bounded.rows(rows)
 	} else {
-		p.elasticRows(rows)
+		p.elastic.rows(rows)
 	}
 	return dst
-}
-
-// elasticRows fills an Elastic pool's class rows.
-func (p *Pool) elasticRows(rows []stats.ClassStats) {
-	scale := p.scale()
-	for c := range rows {
-		row, e := &rows[c], &p.elastic[c]
-		// Read the puts before the gets: a buffer is got before it is put,
-		// so a snapshot taken while both move sees no more puts than gets.
-		puts, cputs, cidle := e.puts.Load(), e.cputs.Load(), e.cidle.Load()
-		gets, cgets := e.gets.Load(), e.cgets.Load()
-		row.Allocs = gets*scale + e.cacheAllocs.Load()
-		row.Frees = puts*scale + e.cacheFrees.Load()
-		row.LiveObjects = sat(gets+cgets, puts+cputs+cidle) * scale
-		row.InUseBytes = row.LiveObjects * row.Size
-		releases := e.releases.Load()
-		row.Grows = e.grows.Load()
-		row.Releases = releases
-		made := sat(row.Grows, releases)
-		row.IdleObjects = sat(made, row.LiveObjects)
-		row.ReservedBytes = max(made, row.LiveObjects) * row.Size
-	}
 }
 
 // sat returns a-b, or 0 if b > a (a foreign buffer put back can make frees
