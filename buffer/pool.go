@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/keep"
 	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
@@ -24,7 +25,7 @@ import (
 // [Pool.Get] takes a recycled Buffer header (a sync.Pool Get, per P, no
 // lock, no atomic). An idle header keeps the storage of its last use (up
 // to 64 KiB, and only from an Elastic bytepool, which counts it as given
-// back: bytepool.Pool.Keep), so a Get+write+Free cycle costs one sync.Pool
+// back: internal/keep), so a Get+write+Free cycle costs one sync.Pool
 // round trip, as bytebufferpool's does, without its shared counter. A
 // header without storage, or whose storage is below the pool's default
 // size, takes storage from bytepool on its first write, sized by the
@@ -111,7 +112,7 @@ func (p *Pool) Get() *Buffer {
 		// it was written after Free: then it is dropped. Storage smaller
 		// than the pool now calibrates to goes back too: the first write
 		// takes the default size, as documented.
-		if _, ok := p.bp.Reuse(b.buf); !ok {
+		if _, ok := keep.Reuse(p.bp, b.buf); !ok {
 			b.buf, b.owned = nil, false
 		} else if cap(b.buf) < p.defaultSize() {
 			p.bp.Put(b.buf)

@@ -15,6 +15,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/keep"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/internal/race"
 )
@@ -794,14 +795,14 @@ func TestPool_KeepAndReuse(t *testing.T) {
 	releaseOnly(t) // the checked build keeps nothing: Keep reports false
 	p := mustNew(t, bytepool.WithExactStats())
 	b := p.Get(1000)
-	if !p.Keep(b) {
+	if !keep.Keep(p, b) {
 		t.Fatal("Keep of a class buffer of an Elastic pool refused")
 	}
 	if s := readStats(p); s.Allocs != 1 || s.Frees != 1 || s.LiveObjects != 0 {
 		t.Fatalf("after Keep: %v", &s)
 	}
 	memtest.CheckPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
-	c, ok := p.Reuse(b)
+	c, ok := keep.Reuse(p, b)
 	if !ok || len(c) != 0 || cap(c) != cap(b) || addr(c) != addr(b) || [8]byte(c[:8]) != [8]byte{} {
 		t.Fatalf("Reuse = len %d cap %d ok %v", len(c), cap(c), ok)
 	}
@@ -809,14 +810,14 @@ func TestPool_KeepAndReuse(t *testing.T) {
 		t.Fatalf("after Reuse: %v", &s)
 	}
 	// A kept buffer written to after Keep is refused, counting nothing.
-	p.Keep(c)
+	keep.Keep(p, c)
 	c[:8][3] ^= 1
-	if _, ok := p.Reuse(c); ok {
+	if _, ok := keep.Reuse(p, c); ok {
 		t.Fatal("Reuse of a buffer written after Keep succeeded")
 	}
 	// Keep refuses what it cannot keep: the caller Puts instead.
-	if p.Keep(make([]byte, 100)) || mustNew(t, bytepool.WithPolicy(bytepool.Bounded)).Keep(p.Get(64)) ||
-		p.Keep(p.Get(1<<20)) {
+	if keep.Keep(p, make([]byte, 100)) || keep.Keep(mustNew(t, bytepool.WithPolicy(bytepool.Bounded)), p.Get(64)) ||
+		keep.Keep(p, p.Get(1<<20)) {
 		t.Fatal("Keep took a buffer of no class, of a Bounded pool, or past the lookup table")
 	}
 }
