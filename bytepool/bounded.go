@@ -52,11 +52,6 @@ func newBounded(p *Pool, cfg *config) (*boundedEngine, error) {
 	if err := b.region.init(size, p.sizes, p.budget); err != nil {
 		return nil, err
 	}
-	if cfg.sampleBits == 0 { // WithExactStats: every Get counted, one atomic add each
-		for c := range b.classes {
-			b.classes[c].idle.CountEvery()
-		}
-	}
 	return b, nil
 }
 
@@ -208,15 +203,14 @@ func (b *boundedEngine) hold(rec *checked.Record, ptr unsafe.Pointer, c, size in
 	b.p.hold(rec, ptr, size, func() { b.push(ptr, c, true) })
 }
 
-// rows fills the pool's class rows. The buffers out are counted by a load
-// of each carved buffer's slot (exact when no Get or Put runs meanwhile);
-// Allocs is the classes' ticket counts, low by at most 63 per buffer
-// carved (see internal/shard.Idle; exact WithExactStats), plus the heap
-// fallbacks, exact; Frees is Allocs less the buffers out.
+// rows fills the pool's class rows, exact when no Get or Put runs
+// meanwhile: the buffers out and their Gets are a load of each carved
+// buffer's slot, where each Get counts itself (see internal/shard.Idle);
+// Allocs adds the heap fallbacks, Frees is Allocs less the buffers out.
 func (b *boundedEngine) rows(rows []stats.ClassStats) {
 	for c := range rows {
 		row := &rows[c]
-		carved, slabs, out := b.census(c)
+		carved, slabs, out, gets := b.census(c)
 		ci := &b.classes[c]
 		out -= min(out, int(ci.held.Load())) // in the quarantine: put back
 		// Frees before allocs: a fallback is got before it is put.
@@ -224,7 +218,7 @@ func (b *boundedEngine) rows(rows []stats.ClassStats) {
 		fbAllocs := ci.fbAllocs.Load()
 		heapLive := sat(fbAllocs, fbFrees)
 		row.LiveObjects = uint64(out) + heapLive
-		row.Allocs = max(ci.idle.Gets()+fbAllocs, row.LiveObjects)
+		row.Allocs = max(gets+fbAllocs, row.LiveObjects)
 		row.Frees = row.Allocs - row.LiveObjects
 		row.IdleObjects = uint64(carved - out)
 		row.InUseBytes = row.LiveObjects * row.Size

@@ -125,23 +125,42 @@ func TestBounded_StressGC(t *testing.T) {
 	}
 }
 
-// TestBounded_AllocsEstimate: a buffer's Gets are counted exactly for its
-// first 64, then 64 at a time (the model), so that a warm Get takes no
-// locked instruction.
-func TestBounded_AllocsEstimate(t *testing.T) {
-	for _, k := range []int{1, 64, 65, 200} {
-		p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithShards(1))
-		for range k {
-			p.Put(p.Get(100))
+// TestBounded_AllocsExact: a Bounded pool counts every Get in its
+// buffer's slot, so its Allocs and Frees match a model of the calls made
+// on several goroutines (each keeps a few buffers out at once, some of
+// them from the heap once the region is used up), whatever the options.
+func TestBounded_AllocsExact(t *testing.T) {
+	for _, opts := range [][]bytepool.Option{nil, {bytepool.WithExactStats()}, {bytepool.WithZeroing()}} {
+		p := mustNew(t, append(opts, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(64<<10))...)
+		const workers, rounds = 4, 300
+		var wg sync.WaitGroup
+		var held [workers][]([]byte)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var out [][]byte
+				for i := range rounds {
+					out = append(out, p.Get(1000+w*3000))
+					if i%7 == 6 { // put back all but one
+						for _, b := range out[1:] {
+							p.Put(b)
+						}
+						out = out[:1]
+					}
+				}
+				held[w] = out
+			}()
 		}
+		wg.Wait()
 		var st memkit.Stats
 		p.ReadStats(&st)
-		want := uint64(k)
-		if k > 64 {
-			want = uint64(k) / 64 * 64
+		live := uint64(0)
+		for w := range workers {
+			live += uint64(len(held[w]))
 		}
-		if st.Allocs > uint64(k) || st.Allocs < want || st.Frees != st.Allocs || st.LiveObjects != 0 {
-			t.Errorf("%d Get+Put: allocs %d frees %d live %d; want allocs in [%d, %d]", k, st.Allocs, st.Frees, st.LiveObjects, want, k)
+		if st.Allocs != workers*rounds || st.Frees != workers*rounds-live || st.LiveObjects != live {
+			t.Fatalf("stats %v; want allocs %d frees %d live %d", &st, workers*rounds, workers*rounds-live, live)
 		}
 	}
 }

@@ -221,10 +221,10 @@
 // and may be called from any goroutine while others use the pool (it reads
 // atomics and a Bounded pool's buffer slots).
 //
-// Exact: a Bounded pool's buffers in use and idle (when no Get or Put runs
-// meanwhile) and its slow-path events; its Allocs and Frees are low by at
-// most 63 per buffer (a buffer's Gets are counted in its slot, and added to
-// the class's count exactly for its first 64, then 64 at a time). Every
+// Exact: everything of a Bounded pool when no Get or Put runs meanwhile
+// (a Get counts itself in its buffer's slot with a plain add, and
+// ReadStats sums the slots; while Gets and Puts run, it sees each slot as
+// of some recent moment). Every
 // slow-path event of an Elastic one (Grows, the buffers made; Releases,
 // those the GC collected, counted by a finalizer on each, the class's one
 // func, so that it costs no allocation; HeapFallbacks, Failures, BadFrees,
@@ -232,10 +232,8 @@
 // Frees and bytes of buffers above the largest class); ReservedBytes of
 // an Elastic pool (the buffers made and not yet collected, as of the last
 // GC); and what Caches count, folded in when they refill, spill or are
-// released. [WithExactStats] makes a pool count every call exactly too,
-// at one shared atomic add per call (per Get in a Bounded pool): the price
-// of exact counts is that locked instruction on the fast path. A Bounded
-// pool without it reports Stats.Estimated, for its Allocs and Frees.
+// released. [WithExactStats] makes an Elastic pool count every call
+// exactly too, at one shared atomic add per call.
 //
 // Estimated: an Elastic pool's own Get and Put keep no counter that every
 // goroutine would write. They count only the buffers whose address, hashed

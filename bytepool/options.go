@@ -190,16 +190,14 @@ func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 	return func(c *config) { c.SetAlert(threshold, fn) }
 }
 
-// WithExactStats makes a pool count every Get and Put exactly, at the cost
-// of one atomic add per call on a counter of the class shared by every
-// goroutine (an [Elastic] pool's Get and Put, a [Bounded] pool's Get), the
-// one locked instruction its fast path then takes: without it an Elastic
-// pool estimates its counts from a 1-in-64 sample of the buffers, and a
-// Bounded pool counts a buffer's first 64 Gets exactly and then 64 at a
-// time, so that its Allocs and Frees are low by at most 63 per buffer (see
-// [Pool.ReadStats]). Use it for tests, and for pools whose call rate is
-// low enough that the shared counter does not show. A [Cache] always
-// counts exactly.
+// WithExactStats makes an [Elastic] pool count every Get and Put exactly,
+// at the cost of one atomic add per call on a counter of the class shared
+// by every goroutine, instead of estimating them from a 1-in-64 sample of
+// the buffers (see [Pool.ReadStats]). Use it for tests, and for pools whose
+// call rate is low enough that the shared counter does not show. A
+// [Bounded] pool and a [Cache] always count exactly, at no such cost (a
+// Bounded pool's Get counts itself in its buffer's slot, which ReadStats
+// reads).
 func WithExactStats() Option { return func(c *config) { c.sampleBits = 0 } }
 
 // WithZeroing makes Get return buffers whose every byte, up to the

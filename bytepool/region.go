@@ -230,9 +230,10 @@ func (r *region) startSlot(p unsafe.Pointer, c int) *shard.Slot {
 	return r.slotAt(uintptr(p)-r.base, c)
 }
 
-// census reports class c's buffers carved, its slabs, and its buffers out
-// (by a load of each carved buffer's slot).
-func (r *region) census(c int) (carved, slabs, out int) {
+// census reports class c's buffers carved, its slabs, its buffers out and
+// their Gets, by a load of each carved buffer's slot: exact when no Get or
+// Put runs meanwhile.
+func (r *region) census(c int) (carved, slabs, out int, gets uint64) {
 	r.mu.Lock()
 	carved, slabs = r.cursor[c].carved, r.cursor[c].slabs
 	r.mu.Unlock()
@@ -246,12 +247,14 @@ func (r *region) census(c int) (carved, slabs, out int) {
 			continue
 		}
 		for k := range uintptr(r.classes[c].runBytes >> r.classes[c].shift) {
-			if slotOf(first, k).Out() {
+			s := slotOf(first, k)
+			if s.Out() {
 				out++
 			}
+			gets += s.Gets()
 		}
 	}
-	return carved, slabs, out
+	return carved, slabs, out, gets
 }
 
 // contains reports whether p points into the region.

@@ -13,19 +13,17 @@ import (
 //
 // Which figures are exact: every slow-path event (Grows, Releases,
 // HeapFallbacks, Failures, BadFrees, the oversize buffers' Allocs, Frees
-// and bytes), what Caches count, and a [Bounded] pool's buffers in use and
-// idle when no Get or Put runs meanwhile. A Bounded pool's Allocs (and so
-// Frees) are low by at most 63 per buffer carved: each buffer's Gets are
-// added to the class's count exactly for its first 64 and then 64 at a
-// time, so that a Get takes no locked instruction; [WithExactStats] makes
-// it add every Get, one atomic add each, and Allocs and Frees exact. The
-// Allocs, Frees, LiveObjects and InUseBytes of an [Elastic] pool's own Get
-// and Put are estimated from a sample of the buffers (see the package
-// documentation, "Statistics"); its ReservedBytes, the buffers made and not
-// yet collected by the GC, is exact as of the last GC.
+// and bytes), what Caches count, and everything of a [Bounded] pool when
+// no Get or Put runs meanwhile (each Get counts itself in its buffer's
+// slot with a plain add, and ReadStats sums the slots: no shared counter,
+// no locked instruction, whatever the options). The Allocs, Frees,
+// LiveObjects and InUseBytes of an [Elastic] pool's own Get and Put are
+// estimated from a sample of the buffers (see the package documentation,
+// "Statistics"); its ReservedBytes, the buffers made and not yet collected
+// by the GC, is exact as of the last GC.
 func (p *Pool) ReadStats(st *stats.Stats) {
 	st.Reset()
-	st.Estimated = p.sampleMax != sampleMaxFor(0)
+	st.Estimated = p.elastic != nil && p.sampleMax != sampleMaxFor(0)
 	st.Classes = p.AppendClassStats(st.Classes)
 	for i := range st.Classes {
 		c := &st.Classes[i]
