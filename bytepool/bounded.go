@@ -55,11 +55,10 @@ func newBounded(p *Pool, cfg *config) (*boundedEngine, error) {
 	return b, nil
 }
 
-// get is Get of n <= tabMax from a pool that neither zeroes nor checks: a
-// ticket from the class's sync.Pool, which Get stores in its buffer's
-// slot.
-func (b *boundedEngine) get(n int) []byte {
-	c := b.p.lookup(n)
+// get is Get of n <= tabMax, of class c, from a pool that neither zeroes
+// nor checks: a ticket from the class's sync.Pool, which Get stores in its
+// buffer's slot.
+func (b *boundedEngine) get(c uint8, n int) []byte {
 	ci := b.classOf(c)
 	t := ci.idle.Get()
 	if t == nil {
@@ -68,12 +67,11 @@ func (b *boundedEngine) get(n int) []byte {
 	return slice(unsafe.Add(b.start, t.Key()), n, ci.size)
 }
 
-// put is Put of a capacity <= tabMax to a pool that neither zeroes nor
-// checks: the region checks, the slot's take (the double-free check) and
-// a sync.Pool Put of the ticket.
-func (b *boundedEngine) put(buf []byte) {
+// put is Put of a capacity <= tabMax, whose class is c, to a pool that
+// neither zeroes nor checks: the region checks, the slot's take (the
+// double-free check) and a sync.Pool Put of the ticket.
+func (b *boundedEngine) put(c uint8, buf []byte) {
 	size := cap(buf)
-	c := b.p.lookup(size)
 	ci := b.classOf(c)
 	// The region checks, as isStart and slotAt make them, for a class
 	// whose runs are one slab (every class up to 64 KiB, the lookup

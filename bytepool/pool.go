@@ -206,7 +206,7 @@ func lookup(tab unsafe.Pointer, n int) uint8 {
 func (p *Pool) Get(n int) []byte {
 	if uint(n) >= p.fastEnd {
 		if p.quickBounded && uint(n) < p.tabEnd { // a Bounded pool's usual Get, one call deep
-			return p.bounded.get(n)
+			return p.bounded.get(p.lookup(n), n)
 		}
 		return p.getSlow(n)
 	}
@@ -419,7 +419,7 @@ func (p *Pool) Put(b []byte) {
 	size := cap(b)
 	if uint(size) >= p.fastEnd {
 		if p.quickBounded && uint(size) < p.tabEnd { // a Bounded pool's usual Put, one call deep
-			p.bounded.put(b)
+			p.bounded.put(p.lookup(size), b)
 			return
 		}
 		p.putSlow(b)

@@ -66,8 +66,13 @@ type classInfo struct {
 	// A slot's index is the buffer's (offset in the run >> shift), its bits
 	// rotated so that neighbouring buffers' slots fall on different cache
 	// lines (4 slots to a line): index i goes to (i&lmask)<<2 | i>>lshift.
+	// A run of fewer than 8 buffers spaces its slots a line apart instead
+	// (lmask all ones, lshift 63: i goes to i<<2), so that no two buffers
+	// share a slot line, which Gets and Puts on different Ps would pass back
+	// and forth.
 	lmask    uintptr
 	lshift   uint
+	nslots   int // slots per run
 	idle     *shard.Idle // the idle buffers' tickets; keys are offsets in mem
 	held     atomic.Int64
 	fbAllocs atomic.Uint64 // heap fallbacks got
@@ -112,9 +117,13 @@ func (r *region) init(size int64, sizes []int, b *budget.Budget) error {
 		ci.shift = uint(bits.Len(uint(size)) - 1)
 		ci.divisor = ^uint64(0)/uint64(size) + 1
 		ci.runBytes = runBytes(size)
-		if n := slabSize >> ci.shift; ci.runBytes == slabSize && n >= 8 {
+		ci.nslots = ci.runBytes >> ci.shift
+		if n := ci.nslots; ci.runBytes == slabSize && n >= 8 {
 			ci.lshift = uint(bits.Len(uint(n/4)) - 1)
 			ci.lmask = uintptr(n/4 - 1)
+		} else {
+			ci.lshift, ci.lmask = 63, ^uintptr(0)
+			ci.nslots *= 4
 		}
 		ci.idle = shard.NewIdle(func(off uintptr) *shard.Slot { return r.slotAt(off, c) })
 		r.cursor[c].run = -1
@@ -160,7 +169,7 @@ func (r *region) carve(c, size, n int) (carved, took int) {
 			}
 			cur.run, cur.off = r.next, 0
 			cur.slabs += k
-			slots := make([]shard.Slot, run>>ci.shift)
+			slots := make([]shard.Slot, ci.nslots) // 64 bytes or more: on lines of their own
 			r.slabs[cur.run].slots.Store(&slots[0])
 			for j := r.next; j < r.next+k; j++ {
 				r.slabs[j].runStart.Store(int32(cur.run))
@@ -217,8 +226,8 @@ func slotOf(first *shard.Slot, i uintptr) *shard.Slot {
 // slotIndex is the index in its run's slots of the buffer at offset in in
 // the run.
 func (ci *classInfo) slotIndex(in uintptr) uintptr {
-	i := in >> ci.shift
-	return (i&ci.lmask)<<2 | i>>ci.lshift
+	i := in >> (ci.shift & 63) // shift counts below 64: no guard for larger ones
+	return (i&ci.lmask)<<2 | i>>(ci.lshift&63)
 }
 
 // startSlot returns the slot of the buffer of class c at p, which must be
@@ -246,7 +255,7 @@ func (r *region) census(c int) (carved, slabs, out int, gets uint64) {
 		if first == nil {
 			continue
 		}
-		for k := range uintptr(r.classes[c].runBytes >> r.classes[c].shift) {
+		for k := range uintptr(r.classes[c].nslots) {
 			s := slotOf(first, k)
 			if s.Out() {
 				out++

@@ -96,10 +96,7 @@ func (x *Idle) Add(key uintptr) {
 // ticket, or nil when none is idle. Warm, it is a sync.Pool Get, and the
 // store and the count in the slot: no locked instruction.
 func (x *Idle) Get() *Ticket {
-	if race.Enabled && x.locked {
-		return x.getSlow()
-	}
-	t, _ := x.pool.Get().(*Ticket)
+	t, _ := x.pool.Get().(*Ticket) // always nil under the race detector's locked stack
 	if t == nil {
 		return x.getSlow()
 	}
@@ -188,11 +185,12 @@ type Slot struct {
 // plain add on the line the store writes (an atomic one under the race
 // detector, for the statistics' loads).
 func (s *Slot) take(t *Ticket) {
-	s.store(t)
 	if race.Enabled {
+		s.store(t)
 		atomic.AddUint64(&s.gets, 1)
 		return
 	}
+	s.t = t
 	s.gets++
 }
 
