@@ -72,7 +72,7 @@ type classInfo struct {
 	// and forth.
 	lmask    uintptr
 	lshift   uint
-	nslots   int // slots per run
+	nslots   int         // slots per run
 	idle     *shard.Idle // the idle buffers' tickets; keys are offsets in mem
 	held     atomic.Int64
 	fbAllocs atomic.Uint64 // heap fallbacks got
