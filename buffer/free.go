@@ -1,9 +1,6 @@
 package buffer
 
-import (
-	"github.com/memkit/memkit/internal/checked"
-	"github.com/memkit/memkit/internal/keep"
-)
+import "github.com/memkit/memkit/internal/checked"
 
 // Free returns the buffer's storage to bytepool and, for a Buffer from
 // [Pool.Get], the Buffer itself to its Pool, which may keep the storage
@@ -46,7 +43,8 @@ func (b *Buffer) Free() {
 	// idle. The Free that samples the length for calibration goes the
 	// long way.
 	if !checked.Enabled && b.hdr && b.owned && b.uses%sampleEvery != 0 && cap(b.buf) <= keepMax {
-		if p := b.pool; keep.Keep(p.bp, b.buf) {
+		if p := b.pool; p.keeper.Keep(b.buf) {
+			p.keeper.Kept(b.buf)
 			b.uses++
 			b.idle(p)
 			return
@@ -90,7 +88,8 @@ func (b *Buffer) release() {
 			p.cal.record(len(b.buf))
 		}
 		b.uses++
-		if b.hdr && !checked.Enabled && cap(b.buf) <= keepMax && keep.Keep(p.bp, b.buf) {
+		if b.hdr && !checked.Enabled && cap(b.buf) <= keepMax && p.keeper.Keep(b.buf) {
+			p.keeper.Kept(b.buf)
 			// The header keeps its storage while idle, as bytebufferpool's
 			// ByteBuffer does: the next Get's first write needs no second
 			// pool round trip. bytepool counts it as put back.

@@ -52,6 +52,7 @@ import (
 // and the cost of calibration stays flat as cores are added.
 type Pool struct {
 	bp        *bytepool.Pool
+	keeper    *keep.Keeper // bp's: how an idle header keeps its storage
 	hdrs      sync.Pool
 	fixedSize int // WithDefaultSize, or 0 to calibrate
 	cal       calibrator
@@ -91,7 +92,7 @@ func NewPool(opts ...PoolOption) (*Pool, error) {
 	if cfg.setDefault && (cfg.defaultSize < 1 || cfg.defaultSize > maxSize) {
 		return nil, errorf("DefaultSize %d must be between 1 and %d", cfg.defaultSize, maxSize)
 	}
-	p := &Pool{bp: bp, fixedSize: cfg.defaultSize}
+	p := &Pool{bp: bp, keeper: keep.Of(bp), fixedSize: cfg.defaultSize}
 	p.cal.max = int64(maxSize)
 	if checked.Enabled {
 		p.track = checked.NewTracker("buffer")
@@ -112,9 +113,9 @@ func (p *Pool) Get() *Buffer {
 		// it was written after Free: then it is dropped. Storage smaller
 		// than the pool now calibrates to goes back too: the first write
 		// takes the default size, as documented.
-		if _, ok := keep.Reuse(p.bp, b.buf); !ok {
+		if !p.keeper.Reuse(b.buf) {
 			b.buf, b.owned = nil, false
-		} else if cap(b.buf) < p.defaultSize() {
+		} else if p.keeper.Reused(b.buf); cap(b.buf) < p.defaultSize() {
 			p.bp.Put(b.buf)
 			b.buf, b.owned = nil, false
 		}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/keep"
 	"github.com/memkit/memkit/internal/owned"
-	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
@@ -264,7 +264,7 @@ const sampleBits = 6
 // which buffers are sampled differ from pool to pool and run to run, so
 // that no workload is always the one whose few buffers all are.)
 func (p *Pool) sampled(ptr unsafe.Pointer) bool {
-	return shard.Mix(uintptr(ptr)+p.sampleSeed) <= p.sampleMax
+	return keep.Sampled(ptr, p.sampleSeed, p.sampleMax)
 }
 
 // countSampled returns how many of bufs are in the sample.

@@ -1,7 +1,6 @@
 package bytepool
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/keep"
 	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/sizeclass"
 	"github.com/memkit/memkit/internal/sysmem"
@@ -73,6 +73,8 @@ type Pool struct {
 	elastic *elasticEngine // elastic.go, retain.go
 	bounded *boundedEngine // bounded.go, region.go
 
+	keeper keep.Keeper // what buffer reads to keep idle buffers itself (keep.go)
+
 	counts counters
 	budget *budget.Budget   // nil: no limit and no alert
 	track  *checked.Tracker // checked build only
@@ -122,6 +124,7 @@ func New(opts ...Option) (*Pool, error) {
 	} else {
 		p.elastic = newElastic(p, &cfg)
 	}
+	p.newKeeper()
 	if checked.Enabled {
 		p.track = checked.NewTracker("bytepool")
 		checked.Register(p, p.track)
@@ -321,18 +324,12 @@ func (p *Pool) handOutChecked(ptr unsafe.Pointer, c, n int) []byte {
 // markIdle marks the buffer at ptr idle, panicking if it already is.
 func (p *Pool) markIdle(ptr unsafe.Pointer) { markIdle(ptr, p.secret) }
 
-// markIdle is [Pool.markIdle] with the pool's secret.
-func markIdle(ptr unsafe.Pointer, secret uint64) {
-	w := (*[8]byte)(ptr)
-	want := uint64(uintptr(ptr)) ^ secret
-	if binary.NativeEndian.Uint64(w[:]) == want {
-		panic(errDoubleFree)
-	}
-	binary.NativeEndian.PutUint64(w[:], want)
-}
+// markIdle is [Pool.markIdle] with the pool's secret: the mark's one home
+// is internal/keep, which buffer's kept buffers share.
+func markIdle(ptr unsafe.Pointer, secret uint64) { keep.MarkIdle(ptr, secret, errDoubleFree) }
 
 // clearIdle clears the idle mark of a buffer being handed out.
-func clearIdle(ptr unsafe.Pointer) { *(*[8]byte)(ptr) = [8]byte{} }
+func clearIdle(ptr unsafe.Pointer) { keep.ClearIdle(ptr) }
 
 // Panic messages, one prefix for the package's errors and panics.
 const (
