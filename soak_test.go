@@ -14,6 +14,7 @@ import (
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/kv"
 	"github.com/memkit/memkit/offheap"
 	"github.com/memkit/memkit/ringbuf"
 	"github.com/memkit/memkit/slab"
@@ -93,6 +94,7 @@ func TestSoak(t *testing.T) {
 	}
 	t.Run("arena", soakArena)
 	t.Run("ringbuf", soakRing)
+	t.Run("kv", soakKV)
 }
 
 func bitLen(n int) int {
@@ -351,6 +353,96 @@ func soakRing(t *testing.T) {
 	if s.InUseBytes != 0 || r.Len() != 0 {
 		t.Errorf("drained ring: %d bytes in use, %d records", s.InUseBytes, r.Len())
 	}
+}
+
+// soakKV runs a kv.Map: each worker owns its keys (so it knows what each
+// must hold) and sets values of random sizes, deletes, and reads back with
+// Get and View; every 4096 steps it checks all its keys. At the end the
+// Map is emptied, and its in-use bytes and entries must be zero.
+func soakKV(t *testing.T) {
+	if *memtest.SoakFlag <= 0 {
+		t.Skip("soak test: run with -soak 10m")
+	}
+	const workers, keys = 8, 4096
+	m, err := kv.New()
+	must(t, err)
+	defer m.Close()
+	seeds := make([][]uint64, workers) // 0: absent
+	steps := make([]int, workers)
+	for w := range seeds {
+		seeds[w] = make([]uint64, keys)
+	}
+	key := func(w, i int) []byte { return fmt.Appendf(nil, "w%d-k%d", w, i) }
+	check := func(w, i int, got []byte, ok bool) error {
+		want := seeds[w][i]
+		switch {
+		case ok != (want != 0):
+			return fmt.Errorf("kv: %s present %v, want %v", key(w, i), ok, want != 0)
+		case ok && (len(got) < 8 || getSeed(got) != want):
+			return fmt.Errorf("kv: %s holds another value", key(w, i))
+		case ok:
+			return memtest.Verify(got[8:], want)
+		}
+		return nil
+	}
+	vs, dsts := make([][]byte, workers), make([][]byte, workers) // each worker's scratch
+	memtest.Soak(t, workers, func(w int, rng *rand.Rand) error {
+		v, dst := vs[w], dsts[w]
+		defer func() { vs[w], dsts[w] = v, dst }()
+		i := rng.IntN(keys)
+		steps[w]++
+		switch op := rng.IntN(10); {
+		case op < 4:
+			seed := uint64(w)<<56 | rng.Uint64()>>8 | 1
+			v = append(v[:0], make([]byte, 8+rng.IntN(2000))...)
+			putSeed(v, seed)
+			memtest.Fill(v[8:], seed)
+			if err := m.Set(key(w, i), v); err != nil {
+				return err
+			}
+			seeds[w][i] = seed
+		case op < 5:
+			if m.Delete(key(w, i)) != (seeds[w][i] != 0) {
+				return fmt.Errorf("kv: Delete of %s disagrees with the model", key(w, i))
+			}
+			seeds[w][i] = 0
+		case op < 8:
+			var ok bool
+			dst, ok = m.Get(dst[:0], key(w, i))
+			if err := check(w, i, dst, ok); err != nil {
+				return err
+			}
+		default:
+			var err error
+			if !m.View(key(w, i), func(b []byte) { err = check(w, i, b, true) }) {
+				err = check(w, i, nil, false)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if steps[w]%4096 == 0 {
+			for i := range keys {
+				var ok bool
+				dst, ok = m.Get(dst[:0], key(w, i))
+				if err := check(w, i, dst, ok); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	for w := range seeds {
+		for i := range keys {
+			m.Delete(key(w, i))
+		}
+	}
+	var s memkit.Stats
+	m.ReadStats(&s)
+	if s.InUseBytes != 0 || s.LiveObjects != 0 || m.Len() != 0 {
+		t.Errorf("emptied Map: %d bytes in use, %d entries\n%v", s.InUseBytes, s.LiveObjects, &s)
+	}
+	t.Logf("kv: sets %d, reserved %s at the end", s.Allocs, stats.FormatBytes(s.ReservedBytes))
 }
 
 func putSeed(b []byte, v uint64) {

@@ -21,7 +21,7 @@ func (s *shard) check() error {
 	if s.closed {
 		return nil
 	}
-	used, dead, live, entries := 0, 0, 0, 0
+	used, dead, live, entries, slack := 0, 0, 0, 0, 0
 	for num := 1; num < len(s.segs); num++ {
 		c := &s.segs[num]
 		if c.mem == nil {
@@ -47,8 +47,12 @@ func (s *shard) check() error {
 		if segDead != c.dead {
 			return fmt.Errorf("segment %d: %d dead bytes counted, %d found", num, c.dead, segDead)
 		}
+		if c.touched < c.used || c.touched > len(c.mem) {
+			return fmt.Errorf("segment %d: %d bytes touched, %d used of %d", num, c.touched, c.used, len(c.mem))
+		}
 		used += c.used
 		dead += segDead
+		slack += c.touched - c.used
 	}
 	slots := 0
 	for _, v := range s.tab {
@@ -59,8 +63,31 @@ func (s *shard) check() error {
 	switch {
 	case used != s.used || dead != s.dead || live != s.live:
 		return fmt.Errorf("used/dead/live %d/%d/%d counted, %d/%d/%d found", s.used, s.dead, s.live, used, dead, live)
+	case slack != s.slack:
+		return fmt.Errorf("slack %d counted, %d found", s.slack, slack)
 	case slots != entries || int64(slots) != s.count.Load():
 		return fmt.Errorf("%d slots, %d live entries, count %d", slots, entries, s.count.Load())
 	}
 	return nil
+}
+
+// SetHugeAfter sets the bytes of segments a Map maps before it carves them
+// from huge-page regions, for the tests; it returns the old value.
+func SetHugeAfter(n int) int {
+	old := hugeAfter
+	hugeAfter = n
+	return old
+}
+
+// Regions returns the huge-page regions m has mapped.
+func (m *Map) Regions() int {
+	m.regions.mu.Lock()
+	defer m.regions.mu.Unlock()
+	n := 0
+	for _, g := range m.regions.list {
+		if g.mem != nil {
+			n++
+		}
+	}
+	return n
 }

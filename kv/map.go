@@ -53,14 +53,27 @@ const MaxValueLen = 1 << 30
 // entry. Deleting or overwriting an entry leaves its bytes dead in their
 // segment; once a shard's dead bytes pass 1/16 of its segments' bytes (and
 // 64 KiB), the Set or Delete that pushed them there compacts the segment
-// with the most dead bytes: its live entries slide down over the dead ones,
-// the index follows, and the pages freed at its end go back to the OS
-// (madvise). A segment left with no live entry is unmapped. So the resident
-// memory stays within about 1/16 of the live entries, plus up to one
-// partly written page per segment and the index, after any mix of
-// overwrites and deletes of any sizes. Compaction holds only the shard's
-// write lock, for at most one segment's copy (256 KiB): readers of the other
-// shards never wait, and readers of this one wait at most that long.
+// with the most dead bytes: its live entries slide down over the dead ones
+// and the index follows. The room freed at the segment's end is where later
+// Sets append, so overwrites in steady state reuse resident memory without a
+// system call or a page fault; once a shard holds more such room than one
+// segment (or its live bytes, if fewer) plus 1/32 of its entries' bytes,
+// compaction gives the freed pages back to the OS (madvise) instead. A segment left with no live entry is
+// unmapped. So the resident memory stays within about 3/32 of the live
+// entries plus one segment per shard, plus up to one partly written page
+// per segment and the index, after any mix of overwrites and deletes of any
+// sizes. Compaction holds only the shard's write lock, for at most one
+// segment's copy (256 KiB): readers of the other shards never wait, and
+// readers of this one wait at most that long.
+//
+// Past its first 64 MiB of segments, a Map carves segments from 2 MiB
+// regions advised for transparent huge pages (MADV_HUGEPAGE; Linux, when
+// THP is "madvise" or "always"): entries are read at random places among
+// gigabytes, and with 4 KiB pages nearly every Get would pay a TLB miss
+// besides its cache miss. The price is resident memory: the kernel backs a
+// touched huge page whole, so the unwritten end of each shard's current
+// segment is resident too (at most 256 KiB per shard). A region is unmapped
+// when its last segment is.
 //
 // Memory is not zeroed beyond what mmap gives; entries hold only the bytes
 // given to Set.
@@ -84,6 +97,7 @@ type Map struct {
 	evict   bool
 	segSize int // bytes of a segment: 256 KiB, less with a small budget
 	closed  atomic.Bool
+	regions regions
 
 	tooLarge atomic.Uint64 // Sets refused before a shard was chosen
 
@@ -336,6 +350,9 @@ func (m *Map) Close() error {
 		if err := m.shards[i].close(); err != nil && first == nil {
 			first = err
 		}
+	}
+	if err := m.regions.close(m.heap); err != nil && first == nil {
+		first = err
 	}
 	return first
 }

@@ -359,3 +359,52 @@ func TestMap_GoHeapIndependentOfEntries(t *testing.T) {
 			small, smallObjs, large, largeObjs)
 	}
 }
+
+// A large Map carves its segments from huge-page regions: entries read
+// back through overwrites of other sizes (compaction within carved
+// segments), the regions go back as their segments empty, and Close
+// unmaps the rest.
+func TestMap_Regions(t *testing.T) {
+	if !offheap.Mapped {
+		t.Skip("no mmap here: the Map lives in the Go heap")
+	}
+	defer kv.SetHugeAfter(kv.SetHugeAfter(0))
+	var before, after memkit.Stats
+	offheap.ReadStats(&before)
+	m := mustNew(t, kv.WithShards(4))
+	const n = 8000 // 4.5 MB of entries: 18 segments, 3 regions at least
+	for round := range 3 {
+		for i := range n {
+			if err := m.Set(fmt.Appendf(nil, "k%d", i), val(i+round, 100+(i*7+round*300)%1000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := m.Regions(); r < 3 {
+		t.Fatalf("%d huge-page regions for %d entries; want 3 or more", r, n)
+	}
+	for i := range n {
+		if got, ok := m.Get(nil, fmt.Appendf(nil, "k%d", i)); !ok || !bytes.Equal(got, val(i+2, 100+(i*7+600)%1000)) {
+			t.Fatalf("k%d lost its value", i)
+		}
+	}
+	for i := range n {
+		m.Delete(fmt.Appendf(nil, "k%d", i))
+	}
+	if err := m.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.Regions(); r > 4 { // the shards' current segments may stay
+		t.Fatalf("%d huge-page regions left with the Map empty; want at most one per shard", r)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	offheap.ReadStats(&after)
+	if r := m.Regions(); r != 0 || after.InUseBytes != before.InUseBytes {
+		t.Fatalf("after Close: %d regions, mapped bytes %d (before the Map %d)", r, after.InUseBytes, before.InUseBytes)
+	}
+}

@@ -16,7 +16,16 @@ import (
 // (small shards, overwrites of changing sizes) and index growth: run with
 // -race. Each goroutine owns its keys, so it knows what each must hold;
 // Range and ReadStats check what they can (a value is one of its key's).
+// It runs with segments mapped one by one and carved from huge-page regions.
 func TestMap_Concurrent(t *testing.T) {
+	t.Run("segments=mapped", testMapConcurrent)
+	t.Run("segments=regions", func(t *testing.T) {
+		defer kv.SetHugeAfter(kv.SetHugeAfter(0))
+		testMapConcurrent(t)
+	})
+}
+
+func testMapConcurrent(t *testing.T) {
 	m := mustNew(t, kv.WithShards(2))
 	const workers, rounds = 4, 6
 	keys := 2000

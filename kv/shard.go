@@ -60,11 +60,13 @@ func hdrSpan(hdr uint64) int { return spanOf(int(hdr>>32&0xFFFF), int(uint32(hdr
 
 // segment is one piece of memory holding entries back to back.
 type segment struct {
-	mem   []byte // nil for a free segment number
-	used  int    // bytes of entries, dead or alive, from the start
-	dead  int    // bytes of dead entries
-	seq   uint64 // when it last became the shard's current segment
-	large bool   // holds one entry larger than half a segment
+	mem     []byte // nil for a free segment number
+	used    int    // bytes of entries, dead or alive, from the start
+	touched int    // bytes from the start written since the pages were last given back
+	dead    int    // bytes of dead entries
+	seq     uint64 // when it last became the shard's current segment
+	large   bool   // holds one entry larger than half a segment
+	region  int    // the Map's region it was carved from; 0 for none
 }
 
 // shard is one lock's worth of the Map: an index and segments.
@@ -86,6 +88,7 @@ type shard struct {
 	seq     uint64
 
 	live, dead, used int // bytes of live entries, dead ones, all in normal segments
+	slack            int // bytes touched past used in normal segments: resident, free to append to
 
 	// Counters, written under mu.
 	stores, frees, failures, grows, releases, evictions uint64
@@ -342,10 +345,7 @@ func (s *shard) reserve(span int) (uint32, int, error) {
 	}
 	if s.cur != 0 {
 		if c := &s.segs[s.cur]; len(c.mem)-c.used >= span {
-			off := c.used
-			c.used += span
-			s.used += span
-			return s.cur, off, nil
+			return s.cur, s.extend(c, span), nil
 		}
 	}
 	return s.reserveSlow(span)
@@ -383,10 +383,21 @@ func (s *shard) appendTo(seg uint32, span int) (uint32, int, error) {
 	s.seq++
 	c := &s.segs[seg]
 	c.seq = s.seq
+	return seg, s.extend(c, span), nil
+}
+
+// extend reserves span bytes at the end of normal segment c, which has
+// room, and returns their offset. Bytes compaction freed and kept are
+// reused before untouched ones.
+func (s *shard) extend(c *segment, span int) int {
 	off := c.used
 	c.used += span
 	s.used += span
-	return seg, off, nil
+	if off < c.touched {
+		s.slack -= min(c.used, c.touched) - off
+	}
+	c.touched = max(c.touched, c.used)
+	return off
 }
 
 // reserveLarge gives an entry of span bytes a segment of its own.
@@ -438,7 +449,7 @@ func (s *shard) newSegment(n int, large bool) (uint32, error) {
 	} else if len(s.segs) >= maxSegs {
 		return 0, ErrNoSpace
 	}
-	mem, err := s.mapMem(n)
+	mem, region, err := s.mapSegment(n, large)
 	if err != nil {
 		return 0, err
 	}
@@ -451,8 +462,41 @@ func (s *shard) newSegment(n int, large bool) (uint32, error) {
 		num = uint32(len(s.segs))
 		s.segs = append(s.segs, segment{})
 	}
-	s.segs[num] = segment{mem: mem, large: large}
+	s.segs[num] = segment{mem: mem, large: large, region: region}
 	return num, nil
+}
+
+// mapSegment maps a segment of n bytes, charged to the budget: a normal
+// segment of the default size from the Map's regions, any other a mapping
+// of its own. It returns the memory and the region it came from.
+func (s *shard) mapSegment(n int, large bool) ([]byte, int, error) {
+	if large || n != segSize {
+		mem, err := s.mapMem(n)
+		return mem, 0, err
+	}
+	if !s.m.bud.TryCharge(int64(n)) {
+		return nil, 0, ErrBudget
+	}
+	mem, region, err := s.m.regions.segment(s.m.heap)
+	if err != nil {
+		s.m.bud.Release(int64(n))
+		return nil, 0, errors.Join(ErrNoSpace, err)
+	}
+	s.grows++
+	return mem, region, nil
+}
+
+// freeSegment gives the memory of segment c back and uncharges it.
+func (s *shard) freeSegment(c *segment) error {
+	var err error
+	if c.large || len(c.mem) != segSize {
+		err = s.m.heap.Free(c.mem)
+	} else {
+		err = s.m.regions.release(s.m.heap, c.mem, c.region)
+	}
+	s.m.bud.Release(int64(len(c.mem)))
+	s.releases++
+	return err
 }
 
 // dropSegment unmaps segment num, which holds no live entry.
@@ -461,8 +505,11 @@ func (s *shard) dropSegment(num uint32) {
 	if !c.large {
 		s.used -= c.used
 		s.dead -= c.dead
+		s.slack -= c.touched - c.used
 	}
-	s.unmapMem(c.mem)
+	if err := s.freeSegment(c); err != nil {
+		panic("memkit/kv: " + err.Error()) // the OS refused munmap of a valid mapping
+	}
 	*c = segment{}
 	s.freeNum = append(s.freeNum, num)
 	if s.cur == num {
@@ -540,15 +587,37 @@ func (s *shard) compact(num uint32) {
 		r += span
 	}
 	s.epoch++
+	s.shrink(c, w)
+}
+
+// shrink records that normal segment c's entries now end at w (compaction
+// or eviction slid them down) and no dead entry is left in it. The bytes
+// freed at its end stay resident while the shard's slack (touched bytes
+// past the entries, which Set appends into first) is within maxSlack; past
+// it, the segment's free pages go back to the OS (madvise), so that
+// overwrites in steady state reuse memory without a system call or a page
+// fault, and deletes still give memory back.
+func (s *shard) shrink(c *segment, w int) {
 	s.used -= c.used - w
 	s.dead -= c.dead
-	old := c.used
+	s.slack += c.used - w
 	c.used, c.dead = w, 0
-	if end := (old + pageSize - 1) &^ (pageSize - 1); end > w {
-		_ = offheap.Release(mem[w:end]) // best effort: the pages stay mapped either way
+	if s.slack <= s.maxSlack() {
+		return
+	}
+	start := (w + pageSize - 1) &^ (pageSize - 1)
+	if end := (c.touched + pageSize - 1) &^ (pageSize - 1); end > start {
+		_ = offheap.Release(c.mem[start:end]) // best effort: the pages stay mapped either way
 		s.releases++
 	}
+	s.slack -= c.touched - w
+	c.touched = w
 }
+
+// maxSlack is the slack a shard keeps resident: as many bytes as its live
+// entries take, up to one segment, and 1/32 of its entries' bytes; so an
+// emptied shard keeps none.
+func (s *shard) maxSlack() int { return min(s.m.segSize, s.live) + s.used/(2*deadShare) }
 
 // evictSome makes room when the budget refuses the shard memory: it evicts
 // from the shard's own oldest segment or, when the shard holds nothing to
@@ -623,13 +692,7 @@ func (s *shard) evictOldest() bool {
 	if c.large {
 		return true
 	}
-	s.used -= c.used - w
-	s.dead -= c.dead
-	old := c.used
-	c.used, c.dead = w, 0
-	if end := (old + pageSize - 1) &^ (pageSize - 1); end > w {
-		_ = offheap.Release(mem[w:end])
-	}
+	s.shrink(c, w)
 	return true
 }
 
@@ -668,7 +731,7 @@ func (s *shard) addStats(st *stats.Stats) {
 		case c.large:
 			st.ReservedBytes += uint64(len(c.mem))
 		default:
-			st.ReservedBytes += uint64((c.used + pageSize - 1) &^ (pageSize - 1))
+			st.ReservedBytes += uint64((c.touched + pageSize - 1) &^ (pageSize - 1))
 		}
 	}
 	st.Allocs += s.stores
@@ -688,11 +751,9 @@ func (s *shard) close() (err error) {
 	s.closed = true
 	for k := range s.segs {
 		if c := &s.segs[k]; c.mem != nil {
-			if e := s.m.heap.Free(c.mem); e != nil && err == nil {
+			if e := s.freeSegment(c); e != nil && err == nil {
 				err = e
 			}
-			s.m.bud.Release(int64(len(c.mem)))
-			s.releases++
 		}
 	}
 	if s.tabMem != nil {
@@ -703,7 +764,7 @@ func (s *shard) close() (err error) {
 		s.releases++
 	}
 	s.segs, s.freeNum, s.tab, s.tabMem, s.cur = nil, nil, nil, nil, 0
-	s.live, s.dead, s.used = 0, 0, 0
+	s.live, s.dead, s.used, s.slack = 0, 0, 0, 0
 	s.count.Store(0)
 	return err
 }

@@ -174,6 +174,12 @@ func (c *config) check() error {
 // the mapping.
 func (a *Allocator) Alloc(n int) ([]byte, error) { return a.alloc(n, false) }
 
+// AllocHuge is [Allocator.Alloc] for memory that should be backed by
+// transparent huge pages, as the package-level [AllocHuge] is for [Alloc]:
+// the size is rounded up to whole huge pages and the mapping advised
+// MADV_HUGEPAGE where the OS supports it.
+func (a *Allocator) AllocHuge(n int) ([]byte, error) { return a.alloc(n, true) }
+
 func (a *Allocator) alloc(n int, huge bool) ([]byte, error) {
 	if n < 0 {
 		panic(errNegative)

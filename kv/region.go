@@ -1,0 +1,141 @@
+package kv
+
+import (
+	"sync"
+
+	"github.com/memkit/memkit/offheap"
+)
+
+// Where segments come from. A Map's first hugeAfter bytes of normal
+// segments are mappings of their own, so that a small Map keeps only the
+// pages it writes. Past that, segments are carved from regions of
+// regionSize bytes advised for transparent huge pages (offheap.AllocHuge),
+// regionSegs to a region: an entry is read at a random place among
+// gigabytes, and with 4 KiB pages nearly every Get of a large Map then pays a
+// TLB miss (a nested page walk on a virtual machine) besides its cache miss.
+// A 2 MiB page maps what 512 small ones do. The cost is resident memory: the
+// kernel backs a region's touched huge page whole, so the unwritten end of a
+// shard's current segment is resident too (up to one segment per shard).
+const (
+	regionSize = 2 << 20
+	regionSegs = regionSize / segSize
+)
+
+// hugeAfter is a variable for the tests, which carve from regions at once.
+var hugeAfter = 64 << 20
+
+// regions is a Map's set of huge-page regions and its count of normal
+// segment bytes; the shards take segments from it under its mutex, once per
+// segment's worth of entries.
+type regions struct {
+	mu     sync.Mutex
+	list   []region // by number - 1; a freed region's mem is nil
+	free   []int    // numbers of regions with a free slot
+	normal int      // bytes of normal segments mapped, carved or not
+}
+
+// region is one huge-page mapping holding regionSegs segments.
+type region struct {
+	mem  []byte
+	used uint32 // bit i: slot i holds a segment
+}
+
+// segment returns the memory of a new normal segment of segSize bytes and
+// the number of the region it was carved from, 0 for a mapping of its own.
+// The caller has charged the budget.
+func (r *regions) segment(heap *offheap.Allocator) ([]byte, int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.normal < hugeAfter || !offheap.Mapped {
+		mem, err := heap.Alloc(segSize)
+		if err == nil {
+			r.normal += segSize
+		}
+		return mem, 0, err
+	}
+	if len(r.free) == 0 {
+		mem, err := heap.AllocHuge(regionSize)
+		if err != nil {
+			return nil, 0, err
+		}
+		num := len(r.list) + 1
+		for i := range r.list { // reuse the number of a freed region
+			if r.list[i].mem == nil {
+				num = i + 1
+				break
+			}
+		}
+		if num > len(r.list) {
+			r.list = append(r.list, region{})
+		}
+		r.list[num-1] = region{mem: mem}
+		r.free = append(r.free, num)
+	}
+	num := r.free[len(r.free)-1]
+	g := &r.list[num-1]
+	slot := 0
+	for g.used&(1<<slot) != 0 {
+		slot++
+	}
+	g.used |= 1 << slot
+	if g.used == 1<<regionSegs-1 {
+		r.free = r.free[:len(r.free)-1]
+	}
+	r.normal += segSize
+	return g.mem[slot*segSize : (slot+1)*segSize : (slot+1)*segSize], num, nil
+}
+
+// release gives back the normal segment mem, which holds nothing, carved
+// from region num (0: a mapping of its own). A carved segment's pages go
+// back to the OS (madvise), and its region is unmapped once it holds no
+// segment.
+func (r *regions) release(heap *offheap.Allocator, mem []byte, num int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.normal -= len(mem)
+	if num == 0 {
+		return heap.Free(mem)
+	}
+	g := &r.list[num-1]
+	if g.used == 1<<regionSegs-1 {
+		r.free = append(r.free, num)
+	}
+	g.used &^= 1 << r.slotOf(g, mem)
+	if g.used != 0 {
+		return offheap.Release(mem)
+	}
+	for i, n := range r.free {
+		if n == num {
+			r.free = append(r.free[:i], r.free[i+1:]...)
+			break
+		}
+	}
+	err := heap.Free(g.mem)
+	*g = region{}
+	return err
+}
+
+// slotOf returns the slot of region g that segment mem is.
+func (r *regions) slotOf(g *region, mem []byte) int {
+	for i := range regionSegs {
+		if &g.mem[i*segSize] == &mem[0] {
+			return i
+		}
+	}
+	panic("memkit/kv: internal error: a segment outside its region")
+}
+
+// close unmaps every region; the shards have dropped their segments.
+func (r *regions) close(heap *offheap.Allocator) (err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.list {
+		if g := &r.list[i]; g.mem != nil {
+			if e := heap.Free(g.mem); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	r.list, r.free, r.normal = nil, nil, 0
+	return err
+}
