@@ -251,3 +251,37 @@ func TestBounded_ConcurrentDoublePutWindow(t *testing.T) {
 	p.Put(b)
 	memtest.CheckPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
 }
+
+// TestBounded_UnreachablePoolIsCollected: a Bounded pool's region is
+// reserved whole at New and never given back while the pool lives; once
+// the pool is unreachable the GC collects it with its region, though its
+// tickets' cleanups and the tickets idle in the sync.Pools outlive it
+// (they hold the pool's Idle weakly). In the checked build a buffer in
+// the tracker's quarantine keeps its pool until the quarantine lets it go.
+func TestBounded_UnreachablePoolIsCollected(t *testing.T) {
+	releaseOnly(t)
+	collected := make(chan struct{})
+	func() {
+		p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(1<<20))
+		var out [][]byte
+		for range 40 {
+			out = append(out, p.Get(4000))
+		}
+		for _, b := range out {
+			p.Put(b)
+		}
+		runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, collected)
+	}()
+	for i := 0; ; i++ {
+		runtime.GC()
+		select {
+		case <-collected:
+			return
+		default:
+		}
+		if i == 1000 {
+			t.Fatal("an unreachable Bounded pool was not collected after 1000 GCs: something keeps its region alive")
+		}
+		runtime.Gosched() // let the cleanup goroutine run
+	}
+}
