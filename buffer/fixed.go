@@ -101,8 +101,8 @@ type FixedPool struct {
 // is reported at Close.
 const guardLen = 16
 
-// fixedEntry is one buffer of the pool. The goroutine that cleared its
-// bit in its shard's word (a checkout) owns its fields until the Close that
+// fixedEntry is one buffer of the pool. The goroutine that cleared the idle
+// bit in its state word (a checkout) owns its fields until the Close that
 // sets the bit again.
 //
 // Why two headers, and no generation that would catch every stale Close in
@@ -110,7 +110,7 @@ const guardLen = 16
 // *Buffer carries nothing but an address. Once both headers have served
 // again (the second checkout after the one a stale *Buffer came from),
 // the stale pointer is the new owner's, and all a Close can read through
-// it — the header's fields, the entry's flip, the shard's word — is the
+// it — the header's fields, the entry's flip, the state word — is the
 // same for the stale call and the owner's: no test, however cheap, can
 // tell the two calls apart, and a generation kept in the header would be
 // the owner's. A generation has to travel in the handle; without changing
@@ -140,7 +140,7 @@ type fixedEntry struct {
 const fixedEntryPad = (64 - (40+14*unsafe.Sizeof(uintptr(0)))%64) % 64
 
 // isOut reports whether b is the header through which the buffer, which its
-// shard's word shows checked out, was checked out.
+// state word shows checked out, was checked out.
 func (sl *fixedEntry) isOut(b *Buffer) bool {
 	if checked.Enabled {
 		return sl.out && sl.dbg == b
@@ -459,7 +459,7 @@ func (p *FixedPool) ReadStats(st *stats.Stats) {
 	})
 }
 
-// fixedSums is the sum of the shards' counters.
+// fixedSums is the sum of the buffers' counters.
 type fixedSums struct {
 	idleAll                          uint64
 	hits, closes, misses, missCloses uint64
