@@ -42,14 +42,16 @@ import (
 // The default size follows what the program writes, as bytebufferpool's
 // does, without its shared counter on every Put: each Buffer counts its own
 // Frees in its header (which only its owner touches), and one Free in
-// 8 adds the Buffer's length to a histogram of
+// 32 adds the Buffer's length to a histogram of
 // power-of-two buckets. After 16 samples, and every 128 samples after that,
 // the default becomes the bucket of the median length (capped at
 // bytepool's largest class) and the histogram is halved, so old samples
-// fade. Seven Frees in eight touch no shared memory for calibration; the
-// eighth makes two atomic adds (its bucket and the sample count), so the
-// shared words see an eighth of the traffic bytebufferpool's counter does,
-// and the cost of calibration stays flat as cores are added.
+// fade. 31 Frees in 32 touch no shared memory for calibration; the 32nd
+// makes two atomic adds (its bucket and the sample count), so the shared
+// words see a sixteenth of the traffic bytebufferpool's counter does (and
+// a Free costs a sixteenth of an atomic add for it, where
+// bytebufferpool's Put costs one), and the cost of calibration stays flat
+// as cores are added. The first calibration comes after 512 Frees.
 type Pool struct {
 	bp        *bytepool.Pool
 	keeper    *keep.Keeper // bp's: how an idle header keeps its storage
@@ -219,7 +221,7 @@ type calibrator struct {
 }
 
 const (
-	sampleEvery = 8  // a Buffer samples one storage return in sampleEvery
+	sampleEvery = 32 // a Buffer samples one storage return in sampleEvery
 	calMinShift = 6  // the smallest bucket holds up to 64 bytes
 	calBuckets  = 15 // up to 1 MiB; longer lengths count in the last
 	calFirst    = 16 // samples before the first calibration
