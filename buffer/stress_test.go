@@ -33,40 +33,33 @@ func TestPool_StressKeptStorage(t *testing.T) {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tag := byte(w + 1)
-			for r := range rounds {
-				b := p.Get()
-				for range 100 + r%900 {
-					b.WriteByte(tag)
-				}
-				if r%7 == 0 { // hand it over, with its tag, for another owner to Free
-					select {
-					case handoff <- b:
-						continue
-					default:
-					}
-				}
+	eachOwner(workers, func(tag byte) {
+		for r := range rounds {
+			b := p.Get()
+			for range 100 + r%900 {
+				b.WriteByte(tag)
+			}
+			if r%7 == 0 { // hand it over, with its tag, for another owner to Free
 				select {
-				case o := <-handoff:
-					c := o.Bytes()[0]
-					check(o, c)
-					o.Free()
+				case handoff <- b:
+					continue
 				default:
 				}
-				check(b, tag)
-				b.Free()
-				if r%500 == 0 {
-					runtime.GC()
-				}
 			}
-		}()
-	}
-	wg.Wait()
+			select {
+			case o := <-handoff:
+				c := o.Bytes()[0]
+				check(o, c)
+				o.Free()
+			default:
+			}
+			check(b, tag)
+			b.Free()
+			if r%500 == 0 {
+				runtime.GC()
+			}
+		}
+	})
 	close(handoff)
 	for o := range handoff {
 		check(o, o.Bytes()[0])
@@ -110,45 +103,38 @@ func TestFixedPool_StressOwnerTags(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tag := byte(w + 1)
-			var mine []held
-			for r := range rounds {
-				b := p.Checkout()
-				for range 1 + r%size {
-					b.WriteByte(tag)
-				}
-				mine = append(mine, held{b, tag})
-				if r%5 == 0 {
-					select {
-					case handoff <- mine[0]:
-						mine = mine[1:]
-					default:
-					}
-				}
+	eachOwner(workers, func(tag byte) {
+		var mine []held
+		for r := range rounds {
+			b := p.Checkout()
+			for range 1 + r%size {
+				b.WriteByte(tag)
+			}
+			mine = append(mine, held{b, tag})
+			if r%5 == 0 {
 				select {
-				case h := <-handoff:
-					check(h)
+				case handoff <- mine[0]:
+					mine = mine[1:]
 				default:
 				}
-				if len(mine) > 3 || (len(mine) > 0 && r%2 == 0) {
-					check(mine[0])
-					mine = mine[1:]
-				}
-				if r%300 == 0 {
-					runtime.GC()
-				}
 			}
-			for _, h := range mine {
+			select {
+			case h := <-handoff:
 				check(h)
+			default:
 			}
-		}()
-	}
-	wg.Wait()
+			if len(mine) > 3 || (len(mine) > 0 && r%2 == 0) {
+				check(mine[0])
+				mine = mine[1:]
+			}
+			if r%300 == 0 {
+				runtime.GC()
+			}
+		}
+		for _, h := range mine {
+			check(h)
+		}
+	})
 	close(handoff)
 	for h := range handoff {
 		check(h)
@@ -159,4 +145,18 @@ func TestFixedPool_StressOwnerTags(t *testing.T) {
 	if p.Len() != count || st.LiveObjects != 0 || st.Allocs != workers*uint64(rounds) || st.Frees != st.Allocs || st.BadFrees != 0 {
 		t.Fatalf("after quiescence: Len %d, stats %v", p.Len(), &st)
 	}
+}
+
+// eachOwner runs f on workers goroutines, each with its owner tag (1 to
+// workers), and waits for them.
+func eachOwner(workers int, f func(tag byte)) {
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(byte(w + 1))
+		}()
+	}
+	wg.Wait()
 }
