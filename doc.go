@@ -85,14 +85,4 @@
 // panics with a message prefixed "memkit/<package>: " or is counted in
 // [Stats.BadFrees]; it never corrupts memory silently. Nothing in memkit uses
 // cgo, go:linkname into the runtime, or build tags to choose a strategy.
-//
-// # Statistics
-//
-// Gauges (InUseBytes, ReservedBytes, LiveObjects, and for the range
-// allocators extent and buddy FreeBytes and LargestFree, whose ratio
-// [Stats.Fragmentation] derives) describe the present; counters (Allocs,
-// Frees, HeapFallbacks, Failures, Grows, Releases, BadFrees) only grow.
-// ReadStats does not allocate when its *Stats is reused, and allocators keep
-// their counters per shard or per cache, never in one word every goroutine
-// writes.
 package memkit

@@ -99,7 +99,8 @@ func (a *Arena) init(cfg config) {
 // object comes from the Go heap instead (see [WithBudget]). It panics if
 // the arena was freed, and with "memkit/arena: requested size more than the
 // system can allocate" for a type the system cannot allocate now (asked
-// before any value of T is made; [TryNew] returns [ErrBudget]).
+// before any value of T is made; [TryNew] returns [ErrBudget]). Objects
+// of a zero-size type all share one address, as with new.
 func New[T any](a *Arena) *T {
 	k := typeKey[T]()
 	if e := &a.cache[cacheIndex(k)]; e.key == k {

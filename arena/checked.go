@@ -57,7 +57,7 @@ var leakless = checked.NewTracker("arena")
 // first used.
 func (c *core) debugInit() {
 	if c.dbg == nil {
-		c.dbg = &coreDebug{created: checked.Callers(1)}
+		c.dbg = &coreDebug{created: checked.Callers(checked.SkipWithin(pkgPath))}
 	}
 }
 
@@ -66,14 +66,14 @@ func (c *core) debugInit() {
 func (c *core) freeing(op string) {
 	c.debugInit()
 	c.dbg.op = op
-	c.dbg.stack = checked.Callers(2)
+	c.dbg.stack = checked.Callers(checked.SkipWithin(pkgPath))
 }
 
 // chunkTaken records that the chunk at p of size bytes came into an arena:
 // a fresh one from the heap, or one from a recycler, whose record says
 // what freed it last.
 func chunkTaken(p unsafe.Pointer, size uintptr, fresh bool) {
-	st := checked.Callers(1)
+	st := checked.Callers(checked.SkipWithin(pkgPath))
 	key := uintptr(p)
 	chunkRecs.Lock()
 	defer chunkRecs.Unlock()
@@ -175,14 +175,8 @@ func (p *Pool) foreignPut(a *Arena) {
 	panic(report("Put", checked.ForeignFree, uintptr(unsafe.Pointer(a)), rec, "an arena not from this Pool's Get"))
 }
 
-// report is checked.Report for this package, with the stacks of rec (if
-// any) trimmed of this package's frames, so that they start at the user's
-// call.
+// report is checked.Report for this package. Its stacks start at the
+// user's call: they were captured with checked.SkipWithin.
 func report(op, kind string, addr uintptr, rec *checked.Record, detail string) *checked.Misuse {
-	if rec != nil {
-		r := *rec
-		r.Alloc, r.Free = checked.TrimPkg(r.Alloc, pkgPath), checked.TrimPkg(r.Free, pkgPath)
-		rec = &r
-	}
 	return checked.Report("arena", op, kind, addr, rec, detail)
 }

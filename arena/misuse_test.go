@@ -14,7 +14,7 @@ import (
 // Arena or a Pool, what each build does about it, and a test that makes it
 // beside a witness object in another live arena (or the same one) that must
 // come through intact. memtest.RunMistakes runs it in the build in use and
-// keeps the README's safety table equal to it.
+// keeps docs/safety.md's misuse table equal to it.
 
 const msgNoMemory = "memkit/arena: requested size more than the system can allocate"
 

@@ -28,6 +28,23 @@ import (
 // region reads as zero; as poison in the checked build). The region lives
 // on the Go heap as one pointer-free object the GC never scans, or off the
 // heap [WithOffHeap].
+//
+// Up to 4 free blocks of an order stay unmerged (lazy merging), so that an
+// Alloc+Free loop does not split and merge every order on every call; an
+// Alloc that finds no block large enough first merges every free pair, so
+// it fails only when no free block of the size exists even after merging.
+//
+// In the checked build (-tags memkitdebug) a bad Free panics with a
+// *memkit.Misuse that names the mistake and the stacks of the block's
+// allocation and, for a block freed before, of its first free. Freed blocks
+// wait in a quarantine (4 MiB or 4096 blocks, less when an Alloc needs
+// them) filled with poison, so a second Free after the memory would have
+// gone to a new owner is reported at that call, and a write after free when
+// the block leaves the quarantine, is handed out again or at memkit.Leaks;
+// the slack after each length is filled with guard bytes checked on Free
+// (free a block grown by append through the grown slice); memkit.Leaks
+// lists the blocks not freed. Alloc and Free then cost about 5 µs and
+// allocate: for tests and staging.
 type Allocator struct {
 	mem      []byte
 	base     uintptr
@@ -280,8 +297,8 @@ func (a *Allocator) coalesce() {
 // Free panics with "memkit/buddy: double free" if the block is already free,
 // and with "memkit/buddy: foreign memory" if b does not start a block this
 // allocator handed out (outside the region, inside a block, or with a
-// capacity larger than its block). The checked build (see the package
-// documentation) reports these and more with a *memkit.Misuse.
+// capacity larger than its block). The checked build (see [Allocator])
+// reports these and more with a *memkit.Misuse.
 func (a *Allocator) Free(b []byte) {
 	if checked.Enabled {
 		a.freeChecked(b)

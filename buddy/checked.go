@@ -45,7 +45,7 @@ func (a *Allocator) blockAt(p uintptr, size int) []byte {
 func (a *Allocator) checkOut(b []byte, n int) {
 	full := b[:cap(b)]
 	p := blockAddr(b)
-	if i := checked.FirstNot(full, checked.PoisonByte); i >= 0 {
+	if i := checked.IndexNot(full, checked.PoisonByte); i >= 0 {
 		q := p + uintptr(i)
 		rec := a.lastOwner(q)
 		addr, off := q, 0
@@ -95,7 +95,7 @@ func (a *Allocator) checkFree(b []byte) {
 	}
 	blk := a.blockAt(p, size)
 	from := max(rec.Size, len(b))
-	if i := checked.FirstNot(blk[from:], checked.GuardByte); i >= 0 {
+	if i := checked.IndexNot(blk[from:], checked.GuardByte); i >= 0 {
 		a.countBadFree()
 		panic(misuse("Free", checked.Overflow, p, rec, fmt.Sprintf(
 			"byte %d of the %d-byte block, past the length %d, is %#x, not the guard byte %#x",

@@ -28,7 +28,7 @@ func newWithOthers(t testing.TB) (*buddy.Allocator, func() error) {
 	return a, m.VerifyAll
 }
 
-// mistakes is buddy's misuse table: every mistake of the README's safety
+// mistakes is buddy's misuse table: every mistake of the safety
 // table for buddy, made as a user would make it. A block has no handle but
 // the slice itself, so there is no stale handle: a stale slice freed again
 // is a double free, written to a write after free.

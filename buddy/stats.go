@@ -151,9 +151,8 @@ func (a *Allocator) PublishStats() { a.publishAll() }
 // IdleObjects the free blocks of that order, ReservedBytes both together.
 // InUseBytes counts blocks at their rounded size, and FreeBytes is the rest
 // of the region. LargestFree is the block size of the largest order with a
-// free block: free buddies kept apart by lazy merging (see the package
-// documentation) count as two blocks until an Alloc that needs them merged
-// merges them, so [stats.Stats.Fragmentation] may overstate how scattered
+// free block: free buddies kept apart by lazy merging (see [Allocator])
+// count as two blocks until an Alloc that needs them merged merges them, so [stats.Stats.Fragmentation] may overstate how scattered
 // the free memory is by up to those pairs. Grows is 1 (the region),
 // Releases 1 once closed, when ReservedBytes, InUseBytes, FreeBytes and
 // LargestFree are 0: Close gives the region back, and counts the blocks

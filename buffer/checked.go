@@ -71,7 +71,7 @@ func (b *Buffer) checkFree(op string) {
 		p := b.fp
 		off := int(b.index)*(p.size+guardLen) + p.size
 		gap := p.mem[off : off+guardLen]
-		if i := checked.FirstNot(gap, checked.GuardByte); i >= 0 {
+		if i := checked.IndexNot(gap, checked.GuardByte); i >= 0 {
 			panic(b.misuse(op, checked.Overflow, rec, fmt.Sprintf(
 				"byte %d past the end of the %d-byte buffer is %#x, not the guard byte %#x",
 				i, p.size, gap[i], checked.GuardByte)))
@@ -141,7 +141,7 @@ func (p *FixedPool) takeChecked(i int) *Buffer {
 	sl.out = true
 	p.dbgMu.Unlock()
 	mem := p.entryMem(int32(i))
-	if k := checked.FirstNot(mem, checked.PoisonByte); k >= 0 {
+	if k := checked.IndexNot(mem, checked.PoisonByte); k >= 0 {
 		var rec *checked.Record
 		if prev != nil {
 			rec = p.track.Freed(prev.addr())

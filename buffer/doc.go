@@ -153,7 +153,7 @@
 // [Pool.ReadStats] reports the bytepool storage its Buffers hold;
 // [FixedPool.ReadStats] reports checkouts, closes, misses (HeapFallbacks),
 // expansions (Grows), refusals of the Strict policy (Failures) and second
-// Closes (BadFrees), all exact: checkouts are counted in each shard's word
+// Closes (BadFrees), all exact: checkouts are counted in each buffer's word
 // by the compare-and-swap that takes the buffer (closes are the checkouts
 // less the buffers out), the rest on slow paths; nothing is counted in a
 // word every goroutine writes.

@@ -27,8 +27,8 @@ func (b *Buffer) Storage() uintptr {
 // Owned reports whether b's storage came from bytepool.
 func (b *Buffer) Owned() bool { return b.owned }
 
-// Shards reports the number of shards of p.
-func (p *FixedPool) Shards() int { return len(p.shards) }
+// EntrySize reports the bytes of a FixedPool buffer's bookkeeping.
+func EntrySize() uintptr { return unsafe.Sizeof(fixedEntry{}) }
 
 // SizeofJSON and SizeofBuffer are the sizes the docs quote.
 const (

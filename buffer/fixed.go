@@ -1,7 +1,6 @@
 package buffer
 
 import (
-	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -35,23 +34,25 @@ import (
 // a FixedPool must be created with [NewFixedPool]. It must not be copied.
 //
 // Checkout and Close take one uncontended compare-and-swap each, take no
-// lock and never allocate (a miss allocates the fresh buffer). The buffers
-// are grouped sixteen to a shard, whose idle buffers are the bits of one
-// atomic word, with the count of its checkouts in the word's other bits.
-// A goroutine checks out from the shard its stack address hashes to,
-// taking the lowest idle buffer, most likely the one it returned last,
-// still in cache; only when that shard is empty does it look at the
-// others, up to count/16 loads (so a Checkout racing with the Close of
-// the last idle buffer may miss it, and count a miss). Close sets the
-// buffer's bit back with a compare-and-swap that fails when the bit is set
-// already, which is what makes the double-Close check exact even when two
-// goroutines Close one buffer at once.
+// lock and never allocate (a miss allocates the fresh buffer). Each buffer
+// has a state word of its own, in its entry's cache lines: an idle bit,
+// and the count of its checkouts in the other bits. A goroutine checks out
+// the buffer its stack address hashes to, most likely the one it returned
+// last, still in cache, so that goroutines running at once work on
+// different buffers' lines and the pool scales with them; only when that
+// buffer is out does it look at the next ones, up to count loads (so a
+// Checkout racing with the Close of the last idle buffer may miss it, and
+// count a miss; a pool with every buffer out pays those loads on each
+// Checkout). Close sets the buffer's idle bit back with a compare-and-swap
+// that fails when the bit is set already, which is what makes the
+// double-Close check exact even when two goroutines Close one buffer at
+// once.
 //
 // The pool holds count×size bytes in one Go-heap allocation the GC does
-// not scan, plus about 150 bytes of bookkeeping per buffer (two Buffer
-// headers, see below) and a 64-byte word per sixteen buffers. The memory
-// is not zeroed between checkouts: a buffer's storage past its length
-// holds what earlier users wrote.
+// not scan, plus 192 bytes of bookkeeping per buffer (its state word and
+// two Buffer headers, see below). The memory is not zeroed between
+// checkouts: a buffer's storage past its length holds what earlier users
+// wrote.
 //
 // # Late use
 //
@@ -85,7 +86,6 @@ type FixedPool struct {
 	pool    *Pool // storage of expanded buffers
 	mem     []byte
 	entries []fixedEntry
-	shards  []fixedShard // buffer i's bit is i%16 of shards[i/16]
 
 	// The counters of the slow paths.
 	misses, missCloses, expansions, refusals, badCloses atomic.Uint64
@@ -101,8 +101,8 @@ type FixedPool struct {
 // is reported at Close.
 const guardLen = 16
 
-// fixedEntry is one buffer of the pool. The goroutine that cleared its
-// bit in its shard's word (a checkout) owns its fields until the Close that
+// fixedEntry is one buffer of the pool. The goroutine that cleared the idle
+// bit in its state word (a checkout) owns its fields until the Close that
 // sets the bit again.
 //
 // Why two headers, and no generation that would catch every stale Close in
@@ -110,7 +110,7 @@ const guardLen = 16
 // *Buffer carries nothing but an address. Once both headers have served
 // again (the second checkout after the one a stale *Buffer came from),
 // the stale pointer is the new owner's, and all a Close can read through
-// it — the header's fields, the entry's flip, the shard's word — is the
+// it — the header's fields, the entry's flip, the state word — is the
 // same for the stale call and the owner's: no test, however cheap, can
 // tell the two calls apart, and a generation kept in the header would be
 // the owner's. A generation has to travel in the handle; without changing
@@ -119,14 +119,28 @@ const guardLen = 16
 // no finite K catches all, and headers never reused (the checked build's)
 // cost an allocation per Checkout.
 type fixedEntry struct {
+	// w is the buffer's state: idleBit while it is idle, and its
+	// checkouts, oneCheckout each, in the other bits.
+	w    atomic.Uint64
 	flip uint8   // the header the next checkout uses; the other is out
 	out  bool    // checked build: dbg is out
 	dbg  *Buffer // checked build: the header of the last checkout, or nil
 	hdr  [2]Buffer
+	// Three cache lines an entry (two on 32-bit platforms, whose headers
+	// are smaller), so that neighbouring buffers' words and headers, which
+	// goroutines on different Ps write, stay apart.
+	_ [fixedEntryPad]byte
 }
 
+// fixedEntryPad pads a fixedEntry to a multiple of 64 bytes: its fields
+// take 40 bytes and 14 pointers' worth (the word, flip and out, dbg, and
+// two Buffers of 6 pointers and 16 bytes each), which a test checks.
+// (unsafe.Sizeof(fixedEntry{}) cannot size it: the type would refer to
+// itself through Buffer.)
+const fixedEntryPad = (64 - (40+14*unsafe.Sizeof(uintptr(0)))%64) % 64
+
 // isOut reports whether b is the header through which the buffer, which its
-// shard's word shows checked out, was checked out.
+// state word shows checked out, was checked out.
 func (sl *fixedEntry) isOut(b *Buffer) bool {
 	if checked.Enabled {
 		return sl.out && sl.dbg == b
@@ -134,18 +148,10 @@ func (sl *fixedEntry) isOut(b *Buffer) bool {
 	return &sl.hdr[sl.flip^1] == b
 }
 
-// fixedShard is sixteen buffers: a word whose low 16 bits are the buffers that
-// are idle and whose high 48 bits count the checkouts it served, alone on
-// its cache line.
-type fixedShard struct {
-	w atomic.Uint64
-	_ [56]byte
-}
-
+// A buffer's state word: its idle bit, and its checkouts above it.
 const (
-	shardEntries = 16
-	idleMask     = 1<<shardEntries - 1
-	oneCheckout  = 1 << shardEntries
+	idleBit     = 1
+	oneCheckout = 2
 )
 
 // NewFixedPool reserves count buffers of size bytes and returns the pool,
@@ -194,7 +200,6 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		pool:    grow,
 		mem:     make([]byte, count*stride),
 		entries: make([]fixedEntry, count),
-		shards:  make([]fixedShard, (count+shardEntries-1)/shardEntries),
 	}
 	p.budget = cfg.New()
 	if checked.Enabled {
@@ -206,7 +211,7 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		for k := range p.entries[i].hdr {
 			p.entries[i].hdr[k] = Buffer{pool: grow, fp: p, index: int32(i), state: stFree}
 		}
-		p.shards[i/shardEntries].w.Store(p.shards[i/shardEntries].w.Load() | 1<<(i%shardEntries))
+		p.entries[i].w.Store(idleBit)
 	}
 	owned.Add(p.mem, "buffer.FixedPool", true)
 	return p, nil
@@ -217,24 +222,23 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 // which the pool does not keep, and counts a miss. Give the buffer back
 // with [Buffer.Close].
 func (p *FixedPool) Checkout() *Buffer {
-	h := shard.Hint()
-	k := h * uintptr(len(p.shards)) >> 16 // the home shard
-	s := &p.shards[k]
-	if w := s.w.Load(); w&idleMask != 0 {
-		bit := uint(bits.TrailingZeros64(w))
-		if s.w.CompareAndSwap(w, w&^(1<<bit)+oneCheckout) {
-			return p.take(int(k)*shardEntries + int(bit))
-		}
+	k := p.home()
+	e := &p.entries[k]
+	if w := e.w.Load(); w&idleBit != 0 && e.w.CompareAndSwap(w, w-idleBit+oneCheckout) {
+		return p.take(int(k))
 	}
 	return p.checkoutSlow(k, false)
 }
+
+// home is the buffer the calling goroutine's stack address hashes to.
+func (p *FixedPool) home() uintptr { return shard.Hint() * uintptr(len(p.entries)) >> 16 }
 
 // TryCheckout is [FixedPool.Checkout] that, when no buffer is idle and a
 // fresh one would pass the pool's budget ([WithBudget]), returns nil and
 // false, changing nothing but Stats.Failures, instead of making a miss.
 // Without a budget it always succeeds.
 func (p *FixedPool) TryCheckout() (*Buffer, bool) {
-	b := p.checkoutSlow(shard.Hint()*uintptr(len(p.shards))>>16, true)
+	b := p.checkoutSlow(p.home(), true)
 	return b, b != nil
 }
 
@@ -260,7 +264,7 @@ func (p *FixedPool) take(i int) *Buffer {
 	return b
 }
 
-// checkoutSlow looks for an idle buffer in every shard from shard k on, and
+// checkoutSlow looks for an idle buffer among all from buffer k on, and
 // makes a miss if there is none. With try, it returns nil, counting a
 // failure, if the miss would pass the budget. In the checked build, before
 // making a miss it lets the quarantine go (checking it), so that the pool
@@ -291,17 +295,18 @@ func (p *FixedPool) checkoutSlow(k uintptr, try bool) *Buffer {
 	return b
 }
 
-// takeAny takes an idle buffer from the first shard from shard k on that
-// has one, or returns nil.
+// takeAny takes the first idle buffer from buffer k on, or returns nil.
 func (p *FixedPool) takeAny(k uintptr) *Buffer {
-	n := uintptr(len(p.shards))
+	n := uintptr(len(p.entries))
 	for j := range n {
-		ks := (k + j) % n
-		s := &p.shards[ks]
-		for w := s.w.Load(); w&idleMask != 0; w = s.w.Load() {
-			bit := uint(bits.TrailingZeros64(w))
-			if s.w.CompareAndSwap(w, w&^(1<<bit)+oneCheckout) {
-				return p.take(int(ks)*shardEntries + int(bit))
+		i := k + j
+		if i >= n {
+			i -= n
+		}
+		e := &p.entries[i]
+		for w := e.w.Load(); w&idleBit != 0; w = e.w.Load() {
+			if e.w.CompareAndSwap(w, w-idleBit+oneCheckout) {
+				return p.take(int(i))
 			}
 		}
 	}
@@ -314,13 +319,12 @@ func (p *FixedPool) takeAny(k uintptr) *Buffer {
 // expanded storage, a stale or second Close, or a compare-and-swap lost to
 // a neighbour).
 func (p *FixedPool) closeFast(b *Buffer) bool {
-	i := b.index
-	if b.owned || &p.entries[i].hdr[p.entries[i].flip^1] != b {
+	e := &p.entries[b.index]
+	if b.owned || &e.hdr[e.flip^1] != b {
 		return false
 	}
-	s := &p.shards[i/shardEntries].w
-	w, bit := s.Load(), uint64(1)<<(i%shardEntries)
-	return w&bit == 0 && s.CompareAndSwap(w, w|bit)
+	w := e.w.Load()
+	return w&idleBit == 0 && e.w.CompareAndSwap(w, w|idleBit)
 }
 
 // close is Close and Free of a FixedPool buffer, op naming which.
@@ -331,11 +335,9 @@ func (p *FixedPool) close(b *Buffer, op string) error {
 	if checked.Enabled {
 		return p.closeChecked(b, op)
 	}
-	i := int(b.index)
-	s := &p.shards[i/shardEntries]
-	bit := uint64(1) << (i % shardEntries)
-	w := s.w.Load()
-	if w&bit != 0 || !p.entries[i].isOut(b) {
+	e := &p.entries[b.index]
+	w := e.w.Load()
+	if w&idleBit != 0 || !e.isOut(b) {
 		p.badCloses.Add(1)
 		return ErrClosed
 	}
@@ -347,8 +349,8 @@ func (p *FixedPool) close(b *Buffer, op string) error {
 	} else {
 		b.buf, b.off, b.owned = nil, 0, false
 	}
-	for !s.w.CompareAndSwap(w, w|bit) {
-		if w = s.w.Load(); w&bit != 0 {
+	for !e.w.CompareAndSwap(w, w|idleBit) {
+		if w = e.w.Load(); w&idleBit != 0 {
 			// Another Close of b won (two goroutines closed it at once).
 			p.badCloses.Add(1)
 			return ErrClosed
@@ -386,7 +388,7 @@ func (p *FixedPool) closeMiss(b *Buffer, op string) error {
 
 // push marks buffer i idle again, from the quarantine (checked build).
 func (p *FixedPool) push(i int32) {
-	p.shards[i/shardEntries].w.Or(1 << (i % shardEntries))
+	p.entries[i].w.Or(idleBit)
 	p.held.Add(-1)
 }
 
@@ -409,7 +411,7 @@ func (p *FixedPool) Size() int { return p.size }
 func (p *FixedPool) Cap() int { return len(p.entries) }
 
 // Len reports the number of idle buffers, ready for Checkout (Viki's
-// Pool.Len). It loads each shard's word in turn.
+// Pool.Len). It loads each buffer's state word in turn.
 func (p *FixedPool) Len() int { return int(p.sum().idleAll) }
 
 // Misses reports how many Checkouts found no idle buffer and handed out a
@@ -457,22 +459,22 @@ func (p *FixedPool) ReadStats(st *stats.Stats) {
 	})
 }
 
-// fixedSums is the sum of the shards' counters.
+// fixedSums is the sum of the buffers' counters.
 type fixedSums struct {
 	idleAll                          uint64
 	hits, closes, misses, missCloses uint64
 	expansions, refusals, badCloses  uint64
 }
 
-// sum adds up the shards' counters, loading each shard's word in turn. A
+// sum adds up the buffers' counters, loading each state word in turn. A
 // reserved buffer neither idle nor waiting in the quarantine is out, so
 // the accepted Closes are the checkouts less those out.
 func (p *FixedPool) sum() fixedSums {
 	var t fixedSums
-	for i := range p.shards {
-		w := p.shards[i].w.Load()
-		t.idleAll += uint64(bits.OnesCount64(w & idleMask))
-		t.hits += w >> shardEntries
+	for i := range p.entries {
+		w := p.entries[i].w.Load()
+		t.idleAll += w & idleBit
+		t.hits += w / oneCheckout
 	}
 	if checked.Enabled {
 		// Closed buffers waiting in the quarantine are idle: Checkout
@@ -488,7 +490,7 @@ func (p *FixedPool) sum() fixedSums {
 	return t
 }
 
-// sat returns a-b, or 0 if b > a (shards are read one at a time, so a
+// sat returns a-b, or 0 if b > a (words are read one at a time, so a
 // Close may be seen before its Checkout).
 func sat(a, b uint64) uint64 {
 	if b > a {

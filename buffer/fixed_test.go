@@ -311,6 +311,15 @@ func TestFixedPool_CheckoutCloseAllocatesNothing(t *testing.T) {
 	}
 }
 
+// A FixedPool buffer's bookkeeping fills whole cache lines, so that the
+// state words and headers of buffers in use on different Ps never share
+// one (fixedEntryPad's arithmetic).
+func TestFixedPool_EntryIsWholeCacheLines(t *testing.T) {
+	if n := buffer.EntrySize(); n%64 != 0 || n > 192 {
+		t.Fatalf("an entry is %d bytes; want a multiple of 64, at most 192", n)
+	}
+}
+
 // TestFixedPool_Race checks out, fills, verifies and closes buffers on many
 // goroutines at once, some buffers closed by another goroutine than the one
 // that checked them out, with a pool small enough to miss. Run it with

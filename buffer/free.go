@@ -43,7 +43,8 @@ func (b *Buffer) Free() {
 	// idle. The Free that samples the length for calibration goes the
 	// long way.
 	if !checked.Enabled && b.hdr && b.owned && b.uses%sampleEvery != 0 && cap(b.buf) <= keepMax {
-		if p := b.pool; p.bp.Keep(b.buf) {
+		if p := b.pool; p.keeper.Keep(b.buf) {
+			p.keeper.Kept(b.buf)
 			b.uses++
 			b.idle(p)
 			return
@@ -87,7 +88,8 @@ func (b *Buffer) release() {
 			p.cal.record(len(b.buf))
 		}
 		b.uses++
-		if b.hdr && !checked.Enabled && cap(b.buf) <= keepMax && p.bp.Keep(b.buf) {
+		if b.hdr && !checked.Enabled && cap(b.buf) <= keepMax && p.keeper.Keep(b.buf) {
+			p.keeper.Kept(b.buf)
 			// The header keeps its storage while idle, as bytebufferpool's
 			// ByteBuffer does: the next Get's first write needs no second
 			// pool round trip. bytepool counts it as put back.
@@ -105,8 +107,8 @@ func (b *Buffer) release() {
 	}
 }
 
-// idle puts b, a header from Get whose storage bytepool.Pool.Keep counted
-// as given back, into p's idle headers, storage kept.
+// idle puts b, a header from Get whose storage bytepool counted as given
+// back (internal/keep), into p's idle headers, storage kept.
 func (b *Buffer) idle(p *Pool) {
 	b.buf, b.off = b.buf[:0], 0
 	b.state = stFree

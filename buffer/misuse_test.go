@@ -19,7 +19,7 @@ import (
 // Buffer, a FixedPool, a Slice or a Reader, what each build does about it,
 // and a test that makes it beside another live buffer that must come
 // through intact. memtest.RunMistakes runs it in the build in use and keeps
-// the README's safety table equal to it. Each mistake is described here
+// docs/safety.md's misuse table equal to it. Each mistake is described here
 // once; the tests after the table make the same mistakes with every way of
 // getting a Buffer, and check what a table row cannot hold.
 

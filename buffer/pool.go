@@ -9,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/keep"
 	"github.com/memkit/memkit/internal/sysmem"
 	"github.com/memkit/memkit/stats"
 )
@@ -24,7 +25,7 @@ import (
 // [Pool.Get] takes a recycled Buffer header (a sync.Pool Get, per P, no
 // lock, no atomic). An idle header keeps the storage of its last use (up
 // to 64 KiB, and only from an Elastic bytepool, which counts it as given
-// back: bytepool.Pool.Keep), so a Get+write+Free cycle costs one sync.Pool
+// back: internal/keep), so a Get+write+Free cycle costs one sync.Pool
 // round trip, as bytebufferpool's does, without its shared counter. A
 // header without storage, or whose storage is below the pool's default
 // size, takes storage from bytepool on its first write, sized by the
@@ -41,16 +42,19 @@ import (
 // The default size follows what the program writes, as bytebufferpool's
 // does, without its shared counter on every Put: each Buffer counts its own
 // Frees in its header (which only its owner touches), and one Free in
-// 8 adds the Buffer's length to a histogram of
+// 32 adds the Buffer's length to a histogram of
 // power-of-two buckets. After 16 samples, and every 128 samples after that,
 // the default becomes the bucket of the median length (capped at
 // bytepool's largest class) and the histogram is halved, so old samples
-// fade. Seven Frees in eight touch no shared memory for calibration; the
-// eighth makes two atomic adds (its bucket and the sample count), so the
-// shared words see an eighth of the traffic bytebufferpool's counter does,
-// and the cost of calibration stays flat as cores are added.
+// fade. 31 Frees in 32 touch no shared memory for calibration; the 32nd
+// makes two atomic adds (its bucket and the sample count), so the shared
+// words see a sixteenth of the traffic bytebufferpool's counter does (and
+// a Free costs a sixteenth of an atomic add for it, where
+// bytebufferpool's Put costs one), and the cost of calibration stays flat
+// as cores are added. The first calibration comes after 512 Frees.
 type Pool struct {
 	bp        *bytepool.Pool
+	keeper    *keep.Keeper // bp's: how an idle header keeps its storage
 	hdrs      sync.Pool
 	fixedSize int // WithDefaultSize, or 0 to calibrate
 	cal       calibrator
@@ -90,7 +94,7 @@ func NewPool(opts ...PoolOption) (*Pool, error) {
 	if cfg.setDefault && (cfg.defaultSize < 1 || cfg.defaultSize > maxSize) {
 		return nil, errorf("DefaultSize %d must be between 1 and %d", cfg.defaultSize, maxSize)
 	}
-	p := &Pool{bp: bp, fixedSize: cfg.defaultSize}
+	p := &Pool{bp: bp, keeper: keep.Of(bp), fixedSize: cfg.defaultSize}
 	p.cal.max = int64(maxSize)
 	if checked.Enabled {
 		p.track = checked.NewTracker("buffer")
@@ -111,9 +115,9 @@ func (p *Pool) Get() *Buffer {
 		// it was written after Free: then it is dropped. Storage smaller
 		// than the pool now calibrates to goes back too: the first write
 		// takes the default size, as documented.
-		if _, ok := p.bp.Reuse(b.buf); !ok {
+		if !p.keeper.Reuse(b.buf) {
 			b.buf, b.owned = nil, false
-		} else if cap(b.buf) < p.defaultSize() {
+		} else if p.keeper.Reused(b.buf); cap(b.buf) < p.defaultSize() {
 			p.bp.Put(b.buf)
 			b.buf, b.owned = nil, false
 		}
@@ -217,7 +221,7 @@ type calibrator struct {
 }
 
 const (
-	sampleEvery = 8  // a Buffer samples one storage return in sampleEvery
+	sampleEvery = 32 // a Buffer samples one storage return in sampleEvery
 	calMinShift = 6  // the smallest bucket holds up to 64 bytes
 	calBuckets  = 15 // up to 1 MiB; longer lengths count in the last
 	calFirst    = 16 // samples before the first calibration

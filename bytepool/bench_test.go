@@ -73,6 +73,17 @@ func BenchmarkPool_GetPutParallel(b *testing.B) {
 					}
 				})
 			})
+			b.Run("impl=memkit-bounded", func(b *testing.B) {
+				p := mustNew(b, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(64<<20))
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						buf := p.Get(n)
+						buf[0] = 1
+						p.Put(buf)
+					}
+				})
+			})
 			b.Run("impl=memkit-cache", func(b *testing.B) {
 				p := mustNew(b)
 				b.ReportAllocs()

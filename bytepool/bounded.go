@@ -2,317 +2,231 @@ package bytepool
 
 import (
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
-	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/stats"
 )
 
+// The Bounded engine: everything a Bounded pool does that an Elastic one
+// does not lives in this file and region.go; the Pool façade (pool.go)
+// finds the class, serves what is common (sizes above the classes, the
+// checked build's tracking) and calls the engine directly, never through
+// an interface.
+//
 // A Bounded pool's free lists. Its buffers live in a region that must stay
-// whole, so it cannot keep them in a sync.Pool, which drops what it holds
-// at GC time; it spreads them over shards instead (see internal/shard). A
-// shard is a one-word spinlock and a stack per class, held only for a pop
-// or a push; shards refill from and spill to a per-class depot in batches.
+// whole, so it cannot keep them in a sync.Pool itself, which drops what it
+// holds at GC time. It keeps a ticket per buffer there instead (see
+// internal/shard.Idle): a 16-byte object holding the buffer's offset in
+// the region, in the class's sync.Pool while the buffer is idle and in the
+// buffer's slot (region.go) while it is out. A Get is a sync.Pool Get and
+// a store into the slot, a Put the region checks, the slot's take and a
+// sync.Pool Put: no lock and no locked instruction. A ticket the sync.Pool
+// drops at a GC is collected, and a cleanup puts its buffer on the class's
+// spare list, so a buffer idle across two GCs costs a ticket made again,
+// and until the cleanup has run a Get may fall back to the heap (counted)
+// although the region has an idle buffer. So may a Get while one buffer
+// of the class per other P is idle: the one a P's sync.Pool keeps in its
+// private slot, which only that P's goroutines reach.
 
-// boundedShard is one of a Bounded pool's independent sets of free lists.
-type boundedShard struct {
-	shard.Lock
-	lists []freeList // one per class
-	_     shard.Pad
+// boundedEngine is a Bounded pool's engine: its region, with the slots and
+// tickets of its buffers, and the façade it serves.
+type boundedEngine struct {
+	region
+	p *Pool // the façade: class table, shared counters, budget, checked-build tracker
 }
 
-// freeList is one class's free stack in one shard, with that class's
-// counters for the operations the shard served. Guarded by the shard's
-// lock.
-type freeList struct {
-	bufs   []unsafe.Pointer // idle buffers; cap is the class's magazine size
-	allocs uint64
-	frees  uint64
-	// heapLive wraps: summed over shards, it is the number of heap
-	// fallback buffers of this class that are live.
-	heapLive uint64
-}
-
-// pop removes and returns the top buffer, or nil.
-func (l *freeList) pop() unsafe.Pointer {
-	k := len(l.bufs)
-	if k == 0 {
-		return nil
-	}
-	p := l.bufs[k-1]
-	l.bufs[k-1] = nil // do not keep a handed-out buffer reachable from here
-	l.bufs = l.bufs[:k-1]
-	return p
-}
-
-// depot is one class's pool-wide store of idle buffers, behind the shards.
-// Shards and Caches refill from it and spill to it in batches of half a
-// magazine, so its mutex is taken once per batch, not per buffer.
-type depot struct {
-	mu   sync.Mutex
-	bufs []unsafe.Pointer
-
-	// Counters that Caches fold in when they refill, spill or are released.
-	allocs uint64
-	frees  uint64
-
-	_ shard.Pad
-}
-
-// take moves up to len(dst) buffers into dst and reports how many.
-func (d *depot) take(dst []unsafe.Pointer) int {
-	k := min(len(d.bufs), len(dst))
-	from := d.bufs[len(d.bufs)-k:]
-	copy(dst, from)
-	clear(from)
-	d.bufs = d.bufs[:len(d.bufs)-k]
-	return k
-}
-
-// newBounded sets p up as a Bounded pool: its shards, depots and region.
-func (p *Pool) newBounded(cfg *config) error {
+// newBounded returns the engine of p, a Bounded pool configured by cfg,
+// setting p's budget if cfg asks for an alert.
+func newBounded(p *Pool, cfg *config) (*boundedEngine, error) {
 	size := cfg.regionSize()
 	if size < slabSize || size > maxBudget {
-		return fmt.Errorf("%sWithBudget(%d): a Bounded pool's region must be between 64KiB and %s", prefix, size, stats.FormatBytes(uint64(maxBudget)))
+		return nil, fmt.Errorf("%sWithBudget(%d): a Bounded pool's region must be between 64KiB and %s", prefix, size, stats.FormatBytes(uint64(maxBudget)))
 	}
 	if cfg.HasAlert() {
 		threshold, fn := cfg.Alert()
 		p.budget = budget.New(size>>slabShift<<slabShift, threshold, fn)
 	}
-	r, err := newRegion(size, cfg.minSize, p.sizes, p.budget)
-	if err != nil {
-		return err
+	b := &boundedEngine{p: p}
+	if err := b.region.init(size, p.sizes, p.budget); err != nil {
+		return nil, err
 	}
-	p.region = r
-	p.shards = make([]boundedShard, shard.Count(cfg.shards))
-	for i := range p.shards {
-		p.shards[i].lists = make([]freeList, len(p.sizes))
-	}
-	p.depots = make([]depot, len(p.sizes))
-	p.quickBounded = !cfg.zeroed && !checked.Enabled
-	return nil
+	return b, nil
 }
 
-// getBoundedQuick is Get of n <= tabMax from a Bounded pool that neither
-// zeroes nor checks: a pop from the goroutine's shard, under its lock.
-func (p *Pool) getBoundedQuick(n int) []byte {
-	c := p.lookup(n)
-	s := p.lockShard()
-	l := &s.lists[c]
-	k := len(l.bufs) - 1
-	if k < 0 {
-		s.Unlock()
-		return p.getBounded(int(c), n)
+// get is Get of n <= tabMax, of class c, from a pool that neither zeroes
+// nor checks: a ticket from the class's sync.Pool, which Get stores in its
+// buffer's slot.
+func (b *boundedEngine) get(c uint8, n int) []byte {
+	ci := b.classOf(c)
+	t := ci.idle.Get()
+	if t == nil {
+		return b.getClass(int(c), n)
 	}
-	ptr := l.bufs[k]
-	l.bufs[k] = nil
-	l.bufs = l.bufs[:k]
-	l.allocs++
-	s.Unlock()
-	clearIdle(ptr)
-	return slice(ptr, n, p.sizes[c])
+	return slice(unsafe.Add(b.start, t.Key()), n, ci.size)
 }
 
-// putBoundedQuick is Put of a capacity <= tabMax to a Bounded pool that
-// neither zeroes nor checks: the region checks, the idle mark, and a push
-// on the goroutine's shard under its lock.
-func (p *Pool) putBoundedQuick(b []byte) {
-	size := cap(b)
-	c := p.lookup(size)
-	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if p.sizes[c] != size || !p.region.contains(ptr) || !p.region.isStart(ptr, int(c)) {
-		p.putSlow(b)
+// put is Put of a capacity <= tabMax, whose class is c, to a pool that
+// neither zeroes nor checks: the region checks, the slot's take (the
+// double-free check) and a sync.Pool Put of the ticket.
+func (b *boundedEngine) put(c uint8, buf []byte) {
+	size := cap(buf)
+	ci := b.classOf(c)
+	// The region checks, as isStart and slotAt make them, for a class
+	// whose runs are one slab (every class up to 64 KiB, the lookup
+	// table's): the slab's class, the divisibility test and the slot.
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(buf[:size]))) - b.base
+	if ci.size != size || off >= uintptr(len(b.mem)) {
+		b.p.putSlow(buf)
 		return
 	}
-	p.markIdle(ptr)
-	s := p.lockShard()
-	l := &s.lists[c]
-	if len(l.bufs) < cap(l.bufs) {
-		l.bufs = append(l.bufs, ptr)
-		l.frees++
-		s.Unlock()
+	sl := b.slabAt(off)
+	in := off & (slabSize - 1)
+	if sl.class.Load() != int32(c) || uint64(in)*ci.divisor > ci.divisor-1 {
+		b.p.putSlow(buf)
 		return
 	}
-	s.Unlock()
-	p.pushBounded(ptr, int(c), true)
-}
-
-// lockShard locks and returns the calling goroutine's shard, or the next
-// free one.
-func (p *Pool) lockShard() *boundedShard {
-	h := shard.Hint()
-	if s := &p.shards[h&uintptr(len(p.shards)-1)]; s.TryLock() {
-		return s
+	t := slotOf(sl.slots.Load(), ci.slotIndex(in)).Take()
+	if t == nil {
+		panic(errDoubleFree)
 	}
-	s, _ := shard.LockAny(p.shards, h)
-	return s
+	ci.idle.Put(t)
 }
 
-// getBounded is Get of class c from a Bounded pool.
-func (p *Pool) getBounded(c, n int) []byte {
-	ptr := p.takeBounded(c)
+// getClass is Get of class c past get: any size of a zeroing or checked
+// pool, or a class with no ticket in its sync.Pool.
+func (b *boundedEngine) getClass(c, n int) []byte {
+	ptr := b.take(c)
 	if ptr == nil {
-		return p.fallback(c, n)
+		return b.p.fallback(c, n)
 	}
-	return p.handOutChecked(ptr, c, n)
+	return b.p.handOutChecked(ptr, c, n)
 }
 
-// takeBounded takes an idle buffer of class c from the calling goroutine's
-// shard, the depot, the region or another shard, counting the allocation,
-// or returns nil, counting nothing, when there is none.
-func (p *Pool) takeBounded(c int) unsafe.Pointer {
-	ptr := p.takeBoundedOnce(c)
-	if ptr == nil && checked.Enabled && p.flushQuarantine() {
-		ptr = p.takeBoundedOnce(c)
-	}
-	return ptr
-}
-
-// takeBoundedOnce is takeBounded without the checked build's retry.
-func (p *Pool) takeBoundedOnce(c int) unsafe.Pointer {
-	s := p.lockShard()
-	l := &s.lists[c]
-	if ptr := l.pop(); ptr != nil {
-		l.allocs++
-		s.Unlock()
-		return ptr
-	}
-	return p.refill(s, c) // unlocks s
-}
-
-// refill is Get's slow path, entered with s locked and its class-c list
-// empty. It moves a batch from the depot (or carves new buffers) into the
-// list, counts the allocation and returns one buffer with s unlocked; the
-// budget is charged for new runs after the unlock, so that the alert runs
-// with no lock of the pool held. It
-// returns nil, having counted nothing, when there is no buffer of class c
-// left anywhere.
-func (p *Pool) refill(s *boundedShard, c int) unsafe.Pointer {
-	var batch [64]unsafe.Pointer
-	want := batch[:max(p.magCap[c]/2, 1)]
-	l := &s.lists[c]
-	d := &p.depots[c]
-	d.mu.Lock()
-	n := d.take(want)
-	d.mu.Unlock()
-	took := 0
-	if n == 0 {
-		n, took = p.region.carve(c, p.sizes[c], want)
-	}
-	if n == 0 {
-		s.Unlock()
-		return p.steal(s, c)
-	}
-	if l.bufs == nil {
-		l.bufs = make([]unsafe.Pointer, 0, p.magCap[c])
-	}
-	l.bufs = append(l.bufs, want[1:n]...)
-	l.allocs++
-	s.Unlock()
-	p.region.charge(took) // with s unlocked: the alert may read the stats
-	return want[0]
-}
-
-// steal takes one idle class-c buffer from another shard, for a Bounded pool
-// whose region and depot are empty. It returns nil if there is none.
-func (p *Pool) steal(home *boundedShard, c int) unsafe.Pointer {
-	for i := range p.shards {
-		s := &p.shards[i]
-		if s == home {
+// take takes an idle buffer of class c, carving a batch from the region
+// when the class has none (and, in the checked build, emptying the
+// quarantine when the region has none either), or returns nil when there
+// is none.
+func (b *boundedEngine) take(c int) unsafe.Pointer {
+	size := b.p.sizes[c]
+	for {
+		if t := b.classes[c].idle.Get(); t != nil {
+			return unsafe.Add(b.start, t.Key())
+		}
+		n, took := b.carve(c, size, max(magazineSize(size)/2, 1))
+		b.charge(took) // with no lock held: the alert may call the pool
+		if n > 0 {
 			continue
 		}
-		s.Lock.Lock()
-		ptr := s.lists[c].pop()
-		if ptr != nil {
-			s.lists[c].allocs++
+		if checked.Enabled && b.p.flushQuarantine() {
+			continue
 		}
-		s.Unlock()
-		if ptr != nil {
-			return ptr
-		}
+		return nil
 	}
-	return nil
 }
 
-// countFallback counts a Bounded pool's heap fallback buffer of class c.
-func (p *Pool) countFallback(c int) {
-	s := p.lockShard()
-	s.lists[c].allocs++
-	s.lists[c].heapLive++
-	s.Unlock()
+// noteFallback counts a heap fallback buffer of class c, and charges the
+// budget for it.
+func (b *boundedEngine) noteFallback(c int, buf []byte) {
+	b.classes[c].fbAllocs.Add(1)
+	if b.p.budget != nil {
+		b.p.budget.Charge(int64(cap(buf)))
+	}
 }
 
-// release checks a Bounded pool's buffer on Put and, in the release build,
-// marks it idle. It reports whether the buffer goes back on a free list:
-// false for a heap fallback buffer (counted as freed and dropped) and for a
-// slice that is not a region buffer's start (counted as a bad free). It
-// panics on a second Put of an idle buffer.
-func (p *Pool) release(ptr unsafe.Pointer, c, size int) bool {
-	r := p.region
-	if !r.contains(ptr) {
-		p.dropFallback(c, size)
+// putClass is Put of a buffer whose capacity is class c's, past put: a
+// zeroing or checked pool, or a buffer put checks no further.
+func (b *boundedEngine) putClass(buf []byte, ptr unsafe.Pointer, c int) {
+	var rec *checked.Record
+	if checked.Enabled {
+		rec = b.p.checkPut(buf)
+	}
+	if !b.release(ptr, c, cap(buf)) {
+		return
+	}
+	if checked.Enabled {
+		b.hold(rec, ptr, c, cap(buf))
+		return
+	}
+	b.push(ptr, c, false)
+}
+
+// release checks a buffer on Put. It reports whether the buffer goes back
+// to its class: false for a heap fallback buffer (counted as freed and
+// dropped) and for a slice that is not a region buffer's start (counted as
+// a bad free).
+func (b *boundedEngine) release(ptr unsafe.Pointer, c, size int) bool {
+	if !b.contains(ptr) {
+		b.dropFallback(c, size)
 		return false
 	}
-	if !r.isStart(ptr, c) {
-		p.counts.badFrees.Add(1)
+	if !b.isStart(ptr, c) {
+		b.p.counts.badFrees.Add(1)
 		return false
-	}
-	if !checked.Enabled { // the checked build poisons idle buffers instead
-		p.markIdle(ptr)
 	}
 	return true
 }
 
-// dropFallback counts the Put of a Bounded pool's heap fallback buffer of
-// class c (or foreign memory of a class's size, which looks the same) and
-// lets the GC have it.
-func (p *Pool) dropFallback(c, size int) {
-	s := p.lockShard()
-	s.lists[c].frees++
-	s.lists[c].heapLive--
-	s.Unlock()
-	if p.budget != nil {
-		p.budget.Release(int64(size))
+// dropFallback counts the Put of a heap fallback buffer of class c (or
+// foreign memory of a class's size, which looks the same) and lets the GC
+// have it.
+func (b *boundedEngine) dropFallback(c, size int) {
+	b.classes[c].fbFrees.Add(1)
+	if b.p.budget != nil {
+		b.p.budget.Release(int64(size))
 	}
 }
 
-// countFree counts the Put of a buffer of class c whose filing waits (in
-// the checked build's quarantine).
-func (p *Pool) countFree(c int) {
-	s := p.lockShard()
-	s.lists[c].frees++
-	s.Unlock()
+// push gives the region buffer at ptr, of class c, back to its class: its
+// slot's ticket to the class's sync.Pool. It panics with "double free" if
+// the buffer is idle already. held marks a buffer leaving the checked
+// build's quarantine.
+func (b *boundedEngine) push(ptr unsafe.Pointer, c int, held bool) {
+	t := b.startSlot(ptr, c).Take()
+	if t == nil {
+		panic(errDoubleFree)
+	}
+	if held {
+		b.classes[c].held.Add(-1)
+	}
+	b.classes[c].idle.Put(t)
 }
 
-// pushBounded files an idle region buffer of class c on the calling
-// goroutine's shard, spilling half the list to the depot when it is full,
-// and counts the Put if count is set.
-func (p *Pool) pushBounded(ptr unsafe.Pointer, c int, count bool) {
-	s := p.lockShard()
-	l := &s.lists[c]
-	if count {
-		l.frees++
+// hold keeps the buffer at ptr, of class c and size bytes, just put, in
+// the checked build's quarantine (see [Pool.hold]): out by its slot, but
+// counted as put back.
+func (b *boundedEngine) hold(rec *checked.Record, ptr unsafe.Pointer, c, size int) {
+	b.classes[c].held.Add(1)
+	b.p.hold(rec, ptr, size, func() { b.push(ptr, c, true) })
+}
+
+// rows fills the pool's class rows, exact when no Get or Put runs
+// meanwhile: the buffers out and their Gets are a load of each carved
+// buffer's slot, where each Get counts itself (see internal/shard.Idle);
+// Allocs adds the heap fallbacks, Frees is Allocs less the buffers out.
+func (b *boundedEngine) rows(rows []stats.ClassStats) {
+	for c := range rows {
+		row := &rows[c]
+		carved, slabs, out, gets := b.census(c)
+		ci := &b.classes[c]
+		out -= min(out, int(ci.held.Load())) // in the quarantine: put back
+		// Frees before allocs: a fallback is got before it is put.
+		fbFrees := ci.fbFrees.Load()
+		fbAllocs := ci.fbAllocs.Load()
+		heapLive := sat(fbAllocs, fbFrees)
+		row.LiveObjects = uint64(out) + heapLive
+		row.Allocs = max(gets+fbAllocs, row.LiveObjects)
+		row.Frees = row.Allocs - row.LiveObjects
+		row.IdleObjects = uint64(carved - out)
+		row.InUseBytes = row.LiveObjects * row.Size
+		row.Grows = uint64(slabs)
+		row.ReservedBytes = uint64(slabs)<<slabShift + heapLive*row.Size
 	}
-	if len(l.bufs) < cap(l.bufs) {
-		l.bufs = append(l.bufs, ptr)
-		s.Unlock()
-		return
-	}
-	if cap(l.bufs) == 0 {
-		l.bufs = make([]unsafe.Pointer, 0, p.magCap[c])
-	} else {
-		half := max(len(l.bufs)/2, 1)
-		move := l.bufs[len(l.bufs)-half:]
-		d := &p.depots[c]
-		d.mu.Lock()
-		d.bufs = append(d.bufs, move...)
-		d.mu.Unlock()
-		clear(move)
-		l.bufs = l.bufs[:len(l.bufs)-half]
-	}
-	l.bufs = append(l.bufs, ptr)
-	s.Unlock()
+}
+
+// untaken is the bytes of the region no class has taken yet: reserved at
+// New, so ReservedBytes counts them beside the classes' rows.
+func (b *boundedEngine) untaken() uint64 {
+	return uint64(len(b.mem) - b.usedSlabs()<<slabShift)
 }

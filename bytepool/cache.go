@@ -19,7 +19,9 @@ import (
 // most a magazine per class (64 small buffers, about 512 KiB of a large
 // class) beyond what the pool holds; call [Cache.Release] when the
 // goroutine is done, or those buffers stay out of the pool until the Cache
-// is collected. In the checked build a Cache passes every call to its pool.
+// is collected. In the checked build, and in front of a [Bounded] pool
+// (whose own Get and Put take no lock and keep its buffers per P already),
+// a Cache passes every call to its pool.
 //
 // Buffers from a Cache may be put back to the pool or to any other Cache of
 // the same pool, and the other way round.
@@ -68,7 +70,7 @@ func (p *Pool) NewCache() *Cache {
 		l := &c.all[i]
 		l.size = p.sizes[i]
 		if p.elastic != nil {
-			l.mask = p.elastic[i].alignMask.Load()
+			l.mask = p.elastic.classes[i].alignMask.Load()
 		}
 	}
 	return c
@@ -99,10 +101,10 @@ func (c *Cache) Get(n int) []byte {
 }
 
 // getSlow is Get for sizes past the lookup table, or from a pool that is
-// Bounded, zeroing or checked.
+// Bounded (passed on), zeroing or checked (passed on).
 func (c *Cache) getSlow(n int) []byte {
 	p := c.p
-	if checked.Enabled {
+	if checked.Enabled || p.bounded != nil {
 		return p.Get(n)
 	}
 	if uint(n) > uint(p.maxSize) {
@@ -141,7 +143,7 @@ func (c *Cache) Put(b []byte) {
 // or a pool that is Bounded, zeroing or checked.
 func (c *Cache) putSlow(b []byte) {
 	p := c.p
-	if checked.Enabled {
+	if checked.Enabled || p.bounded != nil {
 		p.Put(b)
 		return
 	}
@@ -153,17 +155,11 @@ func (c *Cache) putSlow(b []byte) {
 	}
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
 	l := &c.all[cl]
-	if p.region != nil {
-		if !p.release(ptr, cl, size) {
-			return
-		}
-	} else {
-		if p.elastic[cl].misaligned(ptr) {
-			p.counts.badFrees.Add(1)
-			return
-		}
-		p.markIdle(ptr)
+	if p.elastic.classes[cl].misaligned(ptr) {
+		p.counts.badFrees.Add(1)
+		return
 	}
+	p.markIdle(ptr)
 	if l.n == len(l.bufs) {
 		c.spill(cl)
 	}
@@ -181,45 +177,25 @@ func (c *Cache) refill(cl, n int) []byte {
 	}
 	want := l.bufs[:max(len(l.bufs)/2, 1)]
 	got := 0
-	if p.region != nil {
-		d := &p.depots[cl]
-		d.mu.Lock()
-		got = d.take(want)
-		c.settle(cl)
-		d.mu.Unlock()
-		if got == 0 {
-			var took int
-			got, took = p.region.carve(cl, p.sizes[cl], want)
-			p.region.charge(took)
+	e := &p.elastic.classes[cl]
+	got = e.takeFree(want)
+	got += e.res.popInto(want[got:])
+	if got == 0 {
+		mustServe(l.size)
+		ptr := p.elastic.takeIdle(cl)
+		if ptr == nil {
+			return p.fallback(cl, n)
 		}
-		if got == 0 {
-			// The region is used up: take the pool's slow path, which steals
-			// from the shards or falls back to the heap.
-			return p.Get(n)
-		}
-	} else {
-		e := &p.elastic[cl]
-		got = e.takeFree(want)
-		got += e.res.popInto(want[got:])
-		if got == 0 {
-			mustServe(l.size)
-			ptr := p.takeIdle(cl)
-			if ptr == nil {
-				return p.fallback(cl, n)
-			}
-			want[0] = ptr
-			got = 1
-		}
-		e.cgets.Add(p.countSampled(want[:got]))
+		want[0] = ptr
+		got = 1
 	}
+	e.cgets.Add(p.countSampled(want[:got]))
 	ptr := want[got-1]
 	want[got-1] = nil
 	l.base += got // the list was empty: got buffers came in uncounted, one went out counted
 	l.n = got - 1
 	l.allocs++
-	if p.region == nil {
-		c.settle(cl)
-	}
+	c.settle(cl)
 	return p.handOut(ptr, cl, n)
 }
 
@@ -240,48 +216,31 @@ func (c *Cache) give(cl, keep int) {
 	p := c.p
 	l := &c.all[cl]
 	move := l.bufs[keep:l.n]
-	if p.region != nil {
-		d := &p.depots[cl]
-		d.mu.Lock()
-		d.bufs = append(d.bufs, move...)
-		c.settle(cl)
-		d.mu.Unlock()
-	} else {
-		e := &p.elastic[cl]
-		e.cputs.Add(p.countSampled(move))
-		for _, ptr := range move {
-			e.park(ptr)
-		}
+	e := &p.elastic.classes[cl]
+	e.cputs.Add(p.countSampled(move))
+	for _, ptr := range move {
+		e.park(ptr)
 	}
 	clear(move)
 	l.base -= l.n - keep
 	l.n = keep
-	if p.region == nil {
-		c.settle(cl)
-	}
+	c.settle(cl)
 }
 
 // settle brings the pool's figures for class cl up to date with the Cache:
-// it adds the class's unfolded counters to the depot, whose lock the caller
-// holds, in a Bounded pool; in an Elastic one, to the class's atomics, with
-// the number of sampled buffers idle in the list (see [Pool.sampled]).
+// it adds the class's unfolded counters to the class's atomics, with the
+// number of sampled buffers idle in the list (see [Pool.sampled]).
 func (c *Cache) settle(cl int) {
 	p, l := c.p, &c.all[cl]
 	frees := l.allocs + uint64(l.n-l.base)
-	if p.region != nil {
-		d := &p.depots[cl]
-		d.allocs += l.allocs
-		d.frees += frees
-	} else {
-		e := &p.elastic[cl]
-		if l.allocs|frees != 0 {
-			e.cacheAllocs.Add(l.allocs)
-			e.cacheFrees.Add(frees)
-		}
-		if idle := p.countSampled(l.bufs[:l.n]); idle != c.idle[cl] {
-			e.cidle.Add(idle - c.idle[cl])
-			c.idle[cl] = idle
-		}
+	e := &p.elastic.classes[cl]
+	if l.allocs|frees != 0 {
+		e.cacheAllocs.Add(l.allocs)
+		e.cacheFrees.Add(frees)
+	}
+	if idle := p.countSampled(l.bufs[:l.n]); idle != c.idle[cl] {
+		e.cidle.Add(idle - c.idle[cl])
+		c.idle[cl] = idle
 	}
 	l.allocs, l.base = 0, l.n
 }

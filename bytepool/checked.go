@@ -14,7 +14,7 @@ import (
 //   - every buffer handed out is in the pool's tracker, keyed by the address
 //     of its first byte, with the length Get was asked for and the stack of
 //     the Get;
-//   - every idle buffer (in a shard, a Cache, the depot, or carved and not
+//   - every idle buffer (in a sync.Pool, a Cache, or carved and not
 //     yet handed out) is all poison, checked when it is handed out again;
 //   - the slack of a live buffer, from the length Get gave to the capacity,
 //     is guard bytes (zeros in a zeroing pool), checked on Put.
@@ -45,7 +45,7 @@ func (p *Pool) guardByte() byte {
 // verifyPoison checks that b, an idle buffer about to be handed out, is
 // still all poison: a byte that is not was written after its Put.
 func (p *Pool) verifyPoison(b []byte) {
-	i := checked.FirstNot(b, checked.PoisonByte)
+	i := checked.IndexNot(b, checked.PoisonByte)
 	if i < 0 {
 		return
 	}
@@ -83,7 +83,7 @@ func (p *Pool) checkPut(b []byte) *checked.Record {
 			"its capacity is %d, but Get handed it out with %d", size, want)))
 	}
 	from := max(rec.Size, len(b))
-	if i := checked.FirstNot(full[from:], p.guardByte()); i >= 0 {
+	if i := checked.IndexNot(full[from:], p.guardByte()); i >= 0 {
 		panic(p.track.Report("Put", checked.Overflow, addr, rec, fmt.Sprintf(
 			"byte %d of the %d-byte buffer, past the length %d, is %#x, not the guard byte %#x",
 			from+i, size, from, full[from+i], p.guardByte())))
@@ -113,21 +113,14 @@ func (p *Pool) badPut(addr uintptr, size int) {
 	panic(p.track.Report("Put", checked.ForeignFree, addr, nil, ""))
 }
 
-// hold keeps the buffer at ptr, of class c and size bytes, just put, out of
-// reuse in the tracker's quarantine: a second Put, or a write, while it
-// waits is reported with the stacks of its Get and first Put. Its Put is
-// counted now; it goes on a free list when it leaves the quarantine. The
-// release function holds the class, not the pool, so a quarantine does not
+// hold keeps the buffer at ptr, of size bytes, just put, out of reuse in
+// the tracker's quarantine: a second Put, or a write, while it waits is
+// reported with the stacks of its Get and first Put. Its Put is counted
+// now; release, the engine's, files it when it leaves the quarantine, and
+// holds the engine's class, not the pool, so that a quarantine does not
 // keep an unreachable Elastic pool alive.
-func (p *Pool) hold(rec *checked.Record, ptr unsafe.Pointer, c, size int) {
-	mem := unsafe.Slice((*byte)(ptr), size)
-	if p.region != nil {
-		p.countFree(c)
-		p.track.Hold("Put", rec, mem, func() { p.pushBounded(ptr, c, false) })
-		return
-	}
-	e := &p.elastic[c]
-	p.track.Hold("Put", rec, mem, func() { e.free.Put(ptr) })
+func (p *Pool) hold(rec *checked.Record, ptr unsafe.Pointer, size int, release func()) {
+	p.track.Hold("Put", rec, unsafe.Slice((*byte)(ptr), size), release)
 }
 
 // flushQuarantine releases every buffer the checked build holds back, for

@@ -55,14 +55,19 @@
 // buffers in the reserve only: see Retention.)
 //
 // A Bounded pool's buffers live in a region that must stay whole, so it
-// cannot hand them to a sync.Pool, which drops what it holds: it spreads
-// its free lists over shards (8 per P by default, see internal/shard). A
-// goroutine picks its shard by a hash of its own stack address, so the
-// goroutines running at one moment rarely meet and a goroutine keeps
-// hitting the same cache-warm shard; Get and Put are one uncontended
-// compare-and-swap each on the shard's one-word lock, about 1.5 times an
-// Elastic pool's cost. Shards refill from and spill to a per-class depot
-// in batches.
+// cannot hand them to a sync.Pool, which drops what it holds: it hands the
+// sync.Pool a ticket per buffer instead (a 16-byte object, see
+// internal/shard.Idle), which waits in the buffer's slot while the buffer
+// is out. Get is a sync.Pool Get and a store into the slot, Put the region
+// checks, the slot's take and a sync.Pool Put: no lock and no locked
+// instruction. A ticket the sync.Pool drops at a GC is collected, and a
+// cleanup gives its buffer back to the class, so a buffer idle through two
+// GCs costs a ticket made again (one allocation), and a Get may fall back
+// to the heap (counted) until that GC's cleanups have run, or while one
+// buffer of the class per other P is idle in that P's private sync.Pool
+// slot. A buffer costs its ticket, the runtime's record of the ticket's
+// cleanup and a 16-byte slot, on the Go heap: about 60 bytes, whatever its
+// size.
 //
 // A [Cache] is a per-goroutine front for hot loops: a list per class that
 // only its goroutine touches, so Get and Put are a table lookup, a pop or
@@ -142,10 +147,14 @@
 //     handed out again, to a new user whose bytes replaced the mark, looks
 //     like a first, in both policies: the buffer then goes back on a free
 //     list while in use (its first 8 bytes take the mark), and a later Get
-//     shares it. An Elastic pool also takes foreign memory whose capacity
-//     is a class's, aligned as heap buffers are, for its own, and keeps it,
-//     unless another memkit allocator owns it (a FixedPool's or Bounded
-//     pool's buffer, an extent range, offheap memory): Put panics then.
+//     shares it. Nor can a Bounded pool see two Puts of one buffer made by
+//     two goroutines at the same instant: both can pass the check of the
+//     buffer's slot (a window of a few instructions, between its load and
+//     its store), and the buffer is then handed out twice. An Elastic pool
+//     also takes foreign memory whose capacity is a class's, aligned as
+//     heap buffers are, for its own, and keeps it, unless another memkit
+//     allocator owns it (a FixedPool's or Bounded pool's buffer, an extent
+//     range, offheap memory): Put panics then.
 //     A write after Put lands in the idle buffer, and a write into the slack
 //     past the length stays in the buffer (its capacity is locked). The
 //     checked build reports all of them.
@@ -210,12 +219,16 @@
 //
 // [Pool.ReadStats] reports the shared [memkit.Stats] with a row per class,
 // and may be called from any goroutine while others use the pool (it reads
-// atomics and takes a Bounded pool's shard locks one at a time).
+// atomics and a Bounded pool's buffer slots).
 //
-// Exact: everything of a Bounded pool; every slow-path event of an Elastic
-// one (Grows, the buffers made; Releases, those the GC collected, counted
-// by a finalizer on each, the class's one func, so that it costs no
-// allocation; HeapFallbacks, Failures, BadFrees, and the Allocs,
+// Exact: everything of a Bounded pool when no Get or Put runs meanwhile
+// (a Get counts itself in its buffer's slot with a plain add, and
+// ReadStats sums the slots; while Gets and Puts run, it sees each slot as
+// of some recent moment). Every
+// slow-path event of an Elastic one (Grows, the buffers made; Releases,
+// those the GC collected, counted by a finalizer on each, the class's one
+// func, so that it costs no allocation; HeapFallbacks, Failures, BadFrees,
+// and the Allocs,
 // Frees and bytes of buffers above the largest class); ReservedBytes of
 // an Elastic pool (the buffers made and not yet collected, as of the last
 // GC); and what Caches count, folded in when they refill, spill or are

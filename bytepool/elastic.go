@@ -9,8 +9,10 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/keep"
 	"github.com/memkit/memkit/internal/owned"
-	"github.com/memkit/memkit/internal/shard"
+	"github.com/memkit/memkit/internal/sysmem"
+	"github.com/memkit/memkit/stats"
 )
 
 // elasticClass is one class of an Elastic pool: a sync.Pool of idle
@@ -60,30 +62,140 @@ type elasticFields struct {
 	fin any
 }
 
-// newElastic sets p up as an Elastic pool: a class per size, each with
-// its sync.Pool and its reserve, and the budget if the options ask for one.
-func (p *Pool) newElastic(cfg *config) {
-	p.budget = cfg.New()
-	p.elastic = make([]elasticClass, len(p.sizes))
-	p.elasticBase = unsafe.Pointer(&p.elastic[0])
-	for c, size := range p.sizes {
-		e := &p.elastic[c]
-		e.size = size
-		e.alignMask.Store(initialAlignMask(size))
-		e.budget = p.budget
-		e.fin = func(*byte) { collected(e) }
-		if size >= reserveOnly {
-			e.res.always = true
-			e.short.Store(lossBias)
-		}
-	}
-	p.newRetention()
+// elasticEngine is an Elastic pool's engine: everything an Elastic pool
+// does that a Bounded one does not lives in this file and retain.go. The
+// Pool façade (pool.go) keeps copies of what its inlined fast path reads
+// (the classes' base address, the sample's seed and bound) and calls the
+// engine directly past it, never through an interface.
+type elasticEngine struct {
+	classes []elasticClass // one per class
+	ret     retention      // the reserves behind the sync.Pools, and their tending
+	p       *Pool          // the façade: class table, shared counters, budget, checked-build tracker
 }
 
-// elasticOf returns class c of an Elastic pool, c < len(p.elastic), which
+// newElastic returns the engine of p, an Elastic pool configured by cfg: a
+// class per size, each with its sync.Pool and its reserve; and sets p's
+// budget if cfg asks for one, and p's copies of the engine's hot fields.
+func newElastic(p *Pool, cfg *config) *elasticEngine {
+	p.budget = cfg.New()
+	e := &elasticEngine{classes: make([]elasticClass, len(p.sizes)), p: p}
+	p.elasticBase = unsafe.Pointer(&e.classes[0])
+	for c, size := range p.sizes {
+		ec := &e.classes[c]
+		ec.size = size
+		ec.alignMask.Store(initialAlignMask(size))
+		ec.budget = p.budget
+		ec.fin = func(*byte) { collected(ec) }
+		if size >= reserveOnly {
+			ec.res.always = true
+			ec.short.Store(lossBias)
+		}
+	}
+	e.newRetention()
+	return e
+}
+
+// elasticOf returns class c of an Elastic pool, c < len(classes), which
 // the lookup table guarantees: a shift and an add, no bounds check.
 func (p *Pool) elasticOf(c uint8) *elasticClass {
 	return (*elasticClass)(unsafe.Add(p.elasticBase, uintptr(c)*elasticStride))
+}
+
+// getClass is Get of class c past the façade's fast path: a size past the
+// lookup table, or a zeroing or checked pool.
+func (e *elasticEngine) getClass(c, n int) []byte {
+	ec := &e.classes[c]
+	var ptr unsafe.Pointer
+	if !ec.res.always { // a class that keeps its idle buffers in the reserve has nothing in its sync.Pool
+		ptr, _ = ec.free.Get().(unsafe.Pointer)
+	}
+	if ptr == nil {
+		mustServe(ec.size)
+		return e.getNew(c, n)
+	}
+	if e.p.sampled(ptr) {
+		ec.gets.Add(1)
+	}
+	return e.p.handOut(ptr, c, n)
+}
+
+// tryTake is TryGet's: an idle buffer of class c, or a new one if the
+// budget and the machine allow, counted; nil if neither.
+func (e *elasticEngine) tryTake(c int) unsafe.Pointer {
+	ec := &e.classes[c]
+	ptr, _ := ec.free.Get().(unsafe.Pointer)
+	if ptr == nil {
+		ptr = ec.res.pop()
+	}
+	if ptr == nil && sysmem.Available(uint64(ec.size)) {
+		ptr = e.takeIdle(c)
+	}
+	if ptr != nil && e.p.sampled(ptr) {
+		ec.gets.Add(1)
+	}
+	return ptr
+}
+
+// noteFallback notes a heap fallback buffer of class c, made past the
+// budget: the class's alignment admits it, and its Put will be counted.
+func (e *elasticEngine) noteFallback(c int, b []byte) {
+	ec := &e.classes[c]
+	ptr := unsafe.Pointer(unsafe.SliceData(b))
+	ec.noteAlignment(ptr)
+	if e.p.sampled(ptr) {
+		ec.gets.Add(1)
+	}
+}
+
+// putClass is Put of a buffer whose capacity is class c's, past the
+// façade's fast path: a capacity past the lookup table, a moved start,
+// another allocator's memory, or a zeroing or checked pool.
+func (e *elasticEngine) putClass(b []byte, ptr unsafe.Pointer, c int) {
+	p := e.p
+	var rec *checked.Record
+	if checked.Enabled {
+		rec = p.checkPut(b)
+	}
+	ec := &e.classes[c]
+	if ec.misaligned(ptr) {
+		p.counts.badFrees.Add(1) // its start moved: no buffer of this class starts there
+		return
+	}
+	if checked.Enabled {
+		if p.sampled(ptr) {
+			ec.puts.Add(1)
+		}
+		p.hold(rec, ptr, cap(b), func() { ec.free.Put(ptr) })
+		return
+	}
+	refuseOwned(ptr)
+	p.markIdle(ptr)
+	if p.sampled(ptr) {
+		ec.puts.Add(1)
+	}
+	ec.park(ptr)
+}
+
+// rows fills the pool's class rows.
+func (e *elasticEngine) rows(rows []stats.ClassStats) {
+	scale := e.p.scale()
+	for c := range rows {
+		row, ec := &rows[c], &e.classes[c]
+		// Read the puts before the gets: a buffer is got before it is put,
+		// so a snapshot taken while both move sees no more puts than gets.
+		puts, cputs, cidle := ec.puts.Load(), ec.cputs.Load(), ec.cidle.Load()
+		gets, cgets := ec.gets.Load(), ec.cgets.Load()
+		row.Allocs = gets*scale + ec.cacheAllocs.Load()
+		row.Frees = puts*scale + ec.cacheFrees.Load()
+		row.LiveObjects = sat(gets+cgets, puts+cputs+cidle) * scale
+		row.InUseBytes = row.LiveObjects * row.Size
+		releases := ec.releases.Load()
+		row.Grows = ec.grows.Load()
+		row.Releases = releases
+		made := sat(row.Grows, releases)
+		row.IdleObjects = sat(made, row.LiveObjects)
+		row.ReservedBytes = max(made, row.LiveObjects) * row.Size
+	}
 }
 
 // A moved start. An Elastic pool keeps no state per buffer, so a Put of
@@ -152,7 +264,7 @@ const sampleBits = 6
 // which buffers are sampled differ from pool to pool and run to run, so
 // that no workload is always the one whose few buffers all are.)
 func (p *Pool) sampled(ptr unsafe.Pointer) bool {
-	return shard.Mix(uintptr(ptr)+p.sampleSeed) <= p.sampleMax
+	return keep.Sampled(ptr, p.sampleSeed, p.sampleMax)
 }
 
 // countSampled returns how many of bufs are in the sample.
@@ -172,18 +284,18 @@ func sampleMaxFor(k int) uintptr { return ^uintptr(0) >> k }
 // scale is the weight of one sampled count.
 func (p *Pool) scale() uint64 { return 1 << (bits.OnesCount(uint(^p.sampleMax))) }
 
-// getNew is Get's slow path in an Elastic pool: no idle buffer of class c
-// in its sync.Pool, on this P nor any other to steal. It takes one from
-// the reserve, or makes one.
-func (p *Pool) getNew(c, n int) []byte {
-	ptr := p.takeIdle(c)
+// getNew is Get's slow path: no idle buffer of class c in its sync.Pool,
+// on this P nor any other to steal. It takes one from the reserve, or
+// makes one.
+func (e *elasticEngine) getNew(c, n int) []byte {
+	ptr := e.takeIdle(c)
 	if ptr == nil {
-		return p.fallback(c, n)
+		return e.p.fallback(c, n)
 	}
-	if p.sampled(ptr) {
-		p.elastic[c].gets.Add(1)
+	if e.p.sampled(ptr) {
+		e.classes[c].gets.Add(1)
 	}
-	return p.handOut(ptr, c, n)
+	return e.p.handOut(ptr, c, n)
 }
 
 // grow makes a new buffer of class c, charging the budget if there is one;
@@ -194,14 +306,14 @@ func (p *Pool) getNew(c, n int) []byte {
 // runtime.AddCleanup boxes its argument and records the call). In the
 // checked build the buffer is poisoned, as every idle buffer is. It starts
 // the tending timer, since the buffer will be idle some day.
-func (p *Pool) grow(c int) unsafe.Pointer {
-	e := &p.elastic[c]
-	if e.budget != nil && !e.budget.TryCharge(int64(e.size)) {
-		if checked.Enabled && p.flushQuarantine() {
-			if ptr, _ := e.free.Get().(unsafe.Pointer); ptr != nil {
+func (e *elasticEngine) grow(c int) unsafe.Pointer {
+	ec := &e.classes[c]
+	if ec.budget != nil && !ec.budget.TryCharge(int64(ec.size)) {
+		if checked.Enabled && e.p.flushQuarantine() {
+			if ptr, _ := ec.free.Get().(unsafe.Pointer); ptr != nil {
 				return ptr
 			}
-			if ptr := e.res.pop(); ptr != nil {
+			if ptr := ec.res.pop(); ptr != nil {
 				return ptr
 			}
 		}
@@ -209,15 +321,15 @@ func (p *Pool) grow(c int) unsafe.Pointer {
 	}
 	// Under 16 bytes the Go heap would pack the buffer with others in one
 	// tiny allocation, whose finalizer may never run.
-	b := make([]byte, max(e.size, 16))[:e.size]
+	b := make([]byte, max(ec.size, 16))[:ec.size]
 	if checked.Enabled {
 		checked.Fill(b, checked.PoisonByte)
 	}
 	ptr := unsafe.SliceData(b)
-	e.noteAlignment(unsafe.Pointer(ptr))
-	e.grows.Add(1)
-	runtime.SetFinalizer(ptr, e.fin)
-	p.arm()
+	ec.noteAlignment(unsafe.Pointer(ptr))
+	ec.grows.Add(1)
+	runtime.SetFinalizer(ptr, ec.fin)
+	e.arm()
 	return unsafe.Pointer(ptr)
 }
 

@@ -7,15 +7,12 @@ import "unsafe"
 // SampleScale reports how many buffers one sampled buffer stands for.
 func (p *Pool) SampleScale() uint64 { return p.scale() }
 
-// Shards reports the number of shards of a Bounded pool.
-func (p *Pool) Shards() int { return len(p.shards) }
-
 // RegionSize reports the bytes a Bounded pool reserved, or 0.
 func (p *Pool) RegionSize() int {
-	if p.region == nil {
+	if p.bounded == nil {
 		return 0
 	}
-	return len(p.region.mem)
+	return len(p.bounded.mem)
 }
 
 // MachineMemory is machineMemory.
@@ -24,13 +21,13 @@ var MachineMemory = machineMemory
 // HeapFallback reports whether b, a buffer of a Bounded pool, came from
 // the heap rather than the region (such a buffer is dropped on Put).
 func (p *Pool) HeapFallback(b []byte) bool {
-	return p.region != nil && !p.region.contains(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
+	return p.bounded != nil && !p.bounded.contains(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
 }
 
 // SetClock makes an Elastic pool's tending read now instead of the
 // monotonic clock, and starts a retention period at now().
 func (p *Pool) SetClock(now func() int64) {
-	r := p.ret
+	r := &p.elastic.ret
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.clock = now
@@ -38,12 +35,12 @@ func (p *Pool) SetClock(now func() int64) {
 }
 
 // Tend runs the timer's tending step.
-func (p *Pool) Tend() bool { return p.tend(true) }
+func (p *Pool) Tend() bool { return p.elastic.tend(true) }
 
 // Reserve reports how many idle buffers class c's reserve holds, and how
 // many it has given back.
 func (p *Pool) Reserve(c int) (held int, gone uint64) {
-	r := &p.elastic[c].res
+	r := &p.elastic.classes[c].res
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.bufs), r.gone

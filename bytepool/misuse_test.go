@@ -37,7 +37,7 @@ func bystanders(p *bytepool.Pool, n int, wantBad uint64) func() error {
 	}
 }
 
-// mistakes is bytepool's misuse table: every mistake the README's safety
+// mistakes is bytepool's misuse table: every mistake the safety
 // table lists for bytepool, made as a user would make it. The rows use the
 // default Elastic pool unless they say otherwise.
 var mistakes = []memtest.Mistake{

@@ -195,7 +195,9 @@ func WithBudgetAlert(threshold int64, fn func(used int64, above bool)) Option {
 // by every goroutine, instead of estimating them from a 1-in-64 sample of
 // the buffers (see [Pool.ReadStats]). Use it for tests, and for pools whose
 // call rate is low enough that the shared counter does not show. A
-// [Bounded] pool and a [Cache] always count exactly.
+// [Bounded] pool and a [Cache] always count exactly, at no such cost (a
+// Bounded pool's Get counts itself in its buffer's slot, which ReadStats
+// reads).
 func WithExactStats() Option { return func(c *config) { c.sampleBits = 0 } }
 
 // WithZeroing makes Get return buffers whose every byte, up to the
@@ -203,9 +205,8 @@ func WithExactStats() Option { return func(c *config) { c.sampleBits = 0 } }
 // its previous user wrote.
 func WithZeroing() Option { return func(c *config) { c.zeroed = true } }
 
-// WithShards sets the number of shards a [Bounded] pool spreads its free
-// lists over (default: 8 per GOMAXPROCS, rounded up to a power of two, at
-// least 64). It is rounded up to a power of two, and must be between 1 and
-// 65536. An [Elastic] pool keeps its idle buffers per P in sync.Pools and
-// has no shards.
+// WithShards is kept for code written against earlier versions: it must
+// be between 1 and 65536, and has no effect. A [Bounded] pool, like an
+// [Elastic] one, keeps its idle buffers per P (see the package
+// documentation) and has no shards.
 func WithShards(n int) Option { return func(c *config) { c.shards = n } }

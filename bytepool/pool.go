@@ -1,7 +1,6 @@
 package bytepool
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/keep"
 	"github.com/memkit/memkit/internal/owned"
 	"github.com/memkit/memkit/internal/sizeclass"
 	"github.com/memkit/memkit/internal/sysmem"
@@ -25,8 +25,9 @@ import (
 // An [Elastic] pool's Get and Put are one sync.Pool Get or Put of the
 // buffer's data pointer (the P's own list, no atomic instruction, no boxing)
 // plus a table lookup, a capacity check and the idle mark: within 10% of a
-// bare sync.Pool per class. A [Bounded] pool's are one uncontended
-// compare-and-swap on the goroutine's shard each.
+// bare sync.Pool per class. A [Bounded] pool's are a sync.Pool Get or Put
+// of the buffer's ticket and a store into the buffer's slot (see
+// bounded.go): no lock and no locked instruction either.
 // Neither allocates once the pool is warm. For a hot loop on one
 // goroutine, a [Cache] is cheaper still.
 //
@@ -51,24 +52,28 @@ type Pool struct {
 	tabEnd   uint // tabMax+1: uint(n) < tabEnd means n is in the table
 	fastEnd  uint // tabEnd if the pool is plain, else 0: uint(n) < fastEnd means Get and Put take the fast path
 
-	elastic     []elasticClass // Elastic only: one per class
-	elasticBase unsafe.Pointer // &elastic[0]
+	// The Elastic fast path's, copied from the engine: Get and Put read
+	// them inline.
+	elasticBase unsafe.Pointer // &elastic.classes[0]
 	sampleMax   uintptr        // a buffer is sampled if its address hash is at most this
 	sampleSeed  uintptr        // added to the address before hashing, random per pool
 
-	shards []boundedShard // Bounded only
-	depots []depot        // Bounded only: one per class
-	magCap []int          // per class: capacity of a shard's or a Cache's free list
+	magCap []int // per class: capacity of a Cache's free list
 
 	zeroed bool
 	plain  bool // Elastic, not zeroing, not checked: Get has nothing to do but slice
 	// quickBounded: Bounded, not zeroing, not checked: Get and Put of sizes
-	// in the lookup table take getBoundedQuick and putBoundedQuick.
+	// in the lookup table call the engine's get and put.
 	quickBounded bool
 	secret       uint64
 	policy       Policy
-	region       *region    // Bounded only
-	ret          *retention // Elastic only: the reserves behind the sync.Pools, and their tending
+
+	// The engine of the pool's policy, the other nil: the Pool is a façade
+	// that finds the class and serves what both share.
+	elastic *elasticEngine // elastic.go, retain.go
+	bounded *boundedEngine // bounded.go, region.go
+
+	keeper keep.Keeper // what buffer reads to keep idle buffers itself (keep.go)
 
 	counts counters
 	budget *budget.Budget   // nil: no limit and no alert
@@ -112,13 +117,14 @@ func New(opts ...Option) (*Pool, error) {
 		p.magCap[c] = magazineSize(size)
 	}
 	if cfg.policy == Bounded {
-		err = p.newBounded(&cfg)
+		if p.bounded, err = newBounded(p, &cfg); err != nil {
+			return nil, err
+		}
+		p.quickBounded = !cfg.zeroed && !checked.Enabled
 	} else {
-		p.newElastic(&cfg)
+		p.elastic = newElastic(p, &cfg)
 	}
-	if err != nil {
-		return nil, err
-	}
+	p.newKeeper()
 	if checked.Enabled {
 		p.track = checked.NewTracker("bytepool")
 		checked.Register(p, p.track)
@@ -126,10 +132,10 @@ func New(opts ...Option) (*Pool, error) {
 	return p, nil
 }
 
-// magazineSize is how many idle buffers of a class one shard (or a Cache)
-// keeps: up to 64 for small classes, fewer for large ones so that a shard
-// holds about 512 KiB of a class, and never fewer than 2 so that a Get+Put
-// pair never reaches the depot.
+// magazineSize is how many idle buffers of a class a Cache keeps (and a
+// Bounded pool carves at a time): up to 64 for small classes, fewer for
+// large ones so that a Cache holds about 512 KiB of a class, and never
+// fewer than 2.
 func magazineSize(size int) int {
 	return min(max((512<<10)/size, 2), 64)
 }
@@ -203,7 +209,7 @@ func lookup(tab unsafe.Pointer, n int) uint8 {
 func (p *Pool) Get(n int) []byte {
 	if uint(n) >= p.fastEnd {
 		if p.quickBounded && uint(n) < p.tabEnd { // a Bounded pool's usual Get, one call deep
-			return p.getBoundedQuick(n)
+			return p.bounded.get(p.lookup(n), n)
 		}
 		return p.getSlow(n)
 	}
@@ -211,7 +217,7 @@ func (p *Pool) Get(n int) []byte {
 	e := p.elasticOf(c)
 	ptr, _ := e.free.Get().(unsafe.Pointer)
 	if ptr == nil {
-		return p.getNew(int(c), n)
+		return p.elastic.getNew(int(c), n)
 	}
 	if p.sampled(ptr) {
 		e.gets.Add(1)
@@ -230,22 +236,10 @@ func (p *Pool) getSlow(n int) []byte {
 		return p.getOversize(n)
 	}
 	c := p.class(n)
-	if p.region != nil {
-		return p.getBounded(c, n)
+	if p.bounded != nil {
+		return p.bounded.getClass(c, n)
 	}
-	e := &p.elastic[c]
-	var ptr unsafe.Pointer
-	if !e.res.always { // a class that keeps its idle buffers in the reserve has nothing in its sync.Pool
-		ptr, _ = e.free.Get().(unsafe.Pointer)
-	}
-	if ptr == nil {
-		mustServe(e.size)
-		return p.getNew(c, n)
-	}
-	if p.sampled(ptr) {
-		e.gets.Add(1)
-	}
-	return p.handOut(ptr, c, n)
+	return p.elastic.getClass(c, n)
 }
 
 // slice returns the buffer at ptr with length n and capacity size, n <=
@@ -275,20 +269,10 @@ func (p *Pool) TryGet(n int) ([]byte, bool) {
 	}
 	c := p.class(n)
 	var ptr unsafe.Pointer
-	if p.region != nil {
-		ptr = p.takeBounded(c)
+	if p.bounded != nil {
+		ptr = p.bounded.take(c)
 	} else {
-		e := &p.elastic[c]
-		ptr, _ = e.free.Get().(unsafe.Pointer)
-		if ptr == nil {
-			ptr = e.res.pop()
-		}
-		if ptr == nil && sysmem.Available(uint64(e.size)) {
-			ptr = p.takeIdle(c)
-		}
-		if ptr != nil && p.sampled(ptr) {
-			e.gets.Add(1)
-		}
+		ptr = p.elastic.tryTake(c)
 	}
 	if ptr == nil {
 		p.counts.failures.Add(1)
@@ -333,25 +317,19 @@ func (p *Pool) handOutChecked(ptr unsafe.Pointer, c, n int) []byte {
 // panics as a double free: two O(1) word accesses on a cache line the
 // caller has just used. A second Put after the pool handed the buffer out
 // again finds the new user's bytes instead and cannot be told from a first:
-// only the checked build catches that one. A Bounded pool keeps the same
-// mark in its idle buffers. The
-// odds that a user's own bytes equal the word by chance are 2^-64.
+// only the checked build catches that one. The odds that a user's own
+// bytes equal the word by chance are 2^-64. A Bounded pool needs no mark:
+// a buffer's slot says whether it is idle (see bounded.go).
 
 // markIdle marks the buffer at ptr idle, panicking if it already is.
 func (p *Pool) markIdle(ptr unsafe.Pointer) { markIdle(ptr, p.secret) }
 
-// markIdle is [Pool.markIdle] with the pool's secret.
-func markIdle(ptr unsafe.Pointer, secret uint64) {
-	w := (*[8]byte)(ptr)
-	want := uint64(uintptr(ptr)) ^ secret
-	if binary.NativeEndian.Uint64(w[:]) == want {
-		panic(errDoubleFree)
-	}
-	binary.NativeEndian.PutUint64(w[:], want)
-}
+// markIdle is [Pool.markIdle] with the pool's secret: the mark's one home
+// is internal/keep, which buffer's kept buffers share.
+func markIdle(ptr unsafe.Pointer, secret uint64) { keep.MarkIdle(ptr, secret, errDoubleFree) }
 
 // clearIdle clears the idle mark of a buffer being handed out.
-func clearIdle(ptr unsafe.Pointer) { *(*[8]byte)(ptr) = [8]byte{} }
+func clearIdle(ptr unsafe.Pointer) { keep.ClearIdle(ptr) }
 
 // Panic messages, one prefix for the package's errors and panics.
 const (
@@ -407,17 +385,10 @@ func (p *Pool) fallback(c, n int) []byte {
 	mustServe(p.sizes[c])
 	b := make([]byte, n, p.sizes[c])
 	p.counts.fallbacks.Add(1)
-	if p.region != nil {
-		p.countFallback(c)
-		if p.budget != nil {
-			p.budget.Charge(int64(cap(b)))
-		}
+	if p.bounded != nil {
+		p.bounded.noteFallback(c, b)
 	} else {
-		e := &p.elastic[c]
-		e.noteAlignment(unsafe.Pointer(unsafe.SliceData(b)))
-		if p.sampled(unsafe.Pointer(unsafe.SliceData(b))) {
-			e.gets.Add(1)
-		}
+		p.elastic.noteFallback(c, b)
 	}
 	if checked.Enabled {
 		p.trackOut(b[:cap(b)], n)
@@ -436,13 +407,16 @@ func (p *Pool) fallback(c, n int) []byte {
 // Stats.BadFrees: it is never filed into a class it does not fit. A buffer
 // above the largest class is accepted and dropped. A second Put of a
 // buffer still idle in the pool panics with "memkit/bytepool: double
-// free"; so does any second Put of a Bounded pool's buffer. See the package
+// free"; so does any second Put of a Bounded pool's buffer made before
+// the buffer is handed out again (but for two Puts made by two goroutines
+// at the same instant, which can both pass the check of the buffer's slot
+// and leave the buffer to be handed out twice). See the package
 // documentation for what an Elastic pool cannot see.
 func (p *Pool) Put(b []byte) {
 	size := cap(b)
 	if uint(size) >= p.fastEnd {
 		if p.quickBounded && uint(size) < p.tabEnd { // a Bounded pool's usual Put, one call deep
-			p.putBoundedQuick(b)
+			p.bounded.put(p.lookup(size), b)
 			return
 		}
 		p.putSlow(b)
@@ -470,9 +444,9 @@ func (p *Pool) Put(b []byte) {
 }
 
 // putSlow is Put of a capacity past the lookup table or of no class, of
-// a moved start, or for a pool that is zeroing, checked, or Bounded past
-// the quick path Put takes itself: it finds b's class, if any, and checks
-// b against it.
+// a moved start, of another allocator's memory, or for a pool that is
+// zeroing, checked, or Bounded past the quick path Put takes itself: it
+// finds b's class, if any, and hands b to the engine to check and file.
 func (p *Pool) putSlow(b []byte) {
 	size := cap(b)
 	c := p.exact(size)
@@ -481,49 +455,11 @@ func (p *Pool) putSlow(b []byte) {
 		return
 	}
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:size]))
-	if p.region != nil || checked.Enabled {
-		p.putChecked(b, ptr, c)
+	if p.bounded != nil {
+		p.bounded.putClass(b, ptr, c)
 		return
 	}
-	e := &p.elastic[c]
-	if e.misaligned(ptr) {
-		p.counts.badFrees.Add(1) // its start moved: no buffer of this class starts there
-		return
-	}
-	refuseOwned(ptr)
-	p.markIdle(ptr)
-	if p.sampled(ptr) {
-		e.puts.Add(1)
-	}
-	e.park(ptr)
-}
-
-// putChecked is Put for a Bounded pool, or any pool in the checked build,
-// of a buffer whose capacity is class c's.
-func (p *Pool) putChecked(b []byte, ptr unsafe.Pointer, c int) {
-	var rec *checked.Record
-	if checked.Enabled {
-		rec = p.checkPut(b)
-	}
-	if p.region != nil {
-		if !p.release(ptr, c, cap(b)) {
-			return
-		}
-	} else {
-		e := &p.elastic[c]
-		if e.misaligned(ptr) {
-			p.counts.badFrees.Add(1)
-			return
-		}
-		if p.sampled(ptr) {
-			e.puts.Add(1)
-		}
-	}
-	if checked.Enabled {
-		p.hold(rec, ptr, c, cap(b))
-		return
-	}
-	p.pushBounded(ptr, c, true)
+	p.elastic.putClass(b, ptr, c)
 }
 
 // exact returns the class whose size is exactly size, or -1.

@@ -15,6 +15,7 @@ import (
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/bytepool"
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/keep"
 	"github.com/memkit/memkit/internal/memtest"
 	"github.com/memkit/memkit/internal/race"
 )
@@ -793,30 +794,36 @@ func TestElastic_SampledInUseFollowsAModel(t *testing.T) {
 func TestPool_KeepAndReuse(t *testing.T) {
 	releaseOnly(t) // the checked build keeps nothing: Keep reports false
 	p := mustNew(t, bytepool.WithExactStats())
+	k := keep.Of(p)
 	b := p.Get(1000)
-	if !p.Keep(b) {
+	if !k.Keep(b) {
 		t.Fatal("Keep of a class buffer of an Elastic pool refused")
 	}
+	k.Kept(b)
 	if s := readStats(p); s.Allocs != 1 || s.Frees != 1 || s.LiveObjects != 0 {
 		t.Fatalf("after Keep: %v", &s)
 	}
-	memtest.CheckPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
-	c, ok := p.Reuse(b)
-	if !ok || len(c) != 0 || cap(c) != cap(b) || addr(c) != addr(b) || [8]byte(c[:8]) != [8]byte{} {
-		t.Fatalf("Reuse = len %d cap %d ok %v", len(c), cap(c), ok)
+	if k.Keep(b) {
+		t.Fatal("a second Keep of a kept buffer succeeded")
 	}
+	memtest.CheckPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
+	if !k.Reuse(b) || [8]byte(b[:8]) != [8]byte{} {
+		t.Fatal("Reuse of a kept buffer failed, or left its mark")
+	}
+	k.Reused(b)
 	if s := readStats(p); s.Allocs != 2 || s.LiveObjects != 1 {
 		t.Fatalf("after Reuse: %v", &s)
 	}
-	// A kept buffer written to after Keep is refused, counting nothing.
-	p.Keep(c)
-	c[:8][3] ^= 1
-	if _, ok := p.Reuse(c); ok {
+	// A kept buffer written to after Keep is refused.
+	k.Keep(b)
+	b[:8][3] ^= 1
+	if k.Reuse(b) {
 		t.Fatal("Reuse of a buffer written after Keep succeeded")
 	}
 	// Keep refuses what it cannot keep: the caller Puts instead.
-	if p.Keep(make([]byte, 100)) || mustNew(t, bytepool.WithPolicy(bytepool.Bounded)).Keep(p.Get(64)) ||
-		p.Keep(p.Get(1<<20)) {
-		t.Fatal("Keep took a buffer of no class, of a Bounded pool, or past the lookup table")
+	bounded := mustNew(t, bytepool.WithPolicy(bytepool.Bounded))
+	if keep.Of(bounded).Keep(bounded.Get(64)) || k.Keep(p.Get(1<<20)) ||
+		keep.Of(mustNew(t, bytepool.WithZeroing())).Keep(p.Get(64)) {
+		t.Fatal("Keep took a buffer of a Bounded or zeroing pool, or past the lookup table")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/owned"
+	"github.com/memkit/memkit/internal/shard"
 )
 
 // slabShift fixes a Bounded pool's slab at 64 KiB: small enough that every
@@ -29,19 +30,15 @@ const (
 // Put checks a buffer is one of the region's (inside it, in a run of the
 // right class, at a multiple of the class size from the run's start), which
 // rejects foreign memory and slices whose start moved; the double-free
-// check is the idle mark every pool writes into an idle buffer's first 8
-// bytes (see [Pool.markIdle]).
+// check is the buffer's slot, which holds its ticket while it is out and
+// nil while it is idle (see bounded.go).
 type region struct {
-	mem  []byte
-	base uintptr
+	mem   []byte
+	base  uintptr
+	start unsafe.Pointer // &mem[0]
 
-	// Per slab, written once when its run is assigned.
-	classOf  []atomic.Int32 // class index, or -1 while unassigned
-	runStart []atomic.Int32 // first slab of the run it belongs to
-
-	divisor []uint64 // per class: 2^64/size rounded up, for the divisibility test of isStart
-
-	runBytes []int // per class
+	slabs   []slabInfo
+	classes []classInfo
 
 	budget *budget.Budget // charged for each run a class takes; nil: none
 
@@ -50,45 +47,88 @@ type region struct {
 	cursor []cursor // per class: where the next buffer is carved
 }
 
+// slabInfo is one slab's: written once, when its run is assigned.
+type slabInfo struct {
+	class    atomic.Int32 // class index, or -1 while unassigned
+	runStart atomic.Int32 // first slab of the run it belongs to
+	// slots, on a run's first slab: the first of the slots of the run's
+	// buffers (an array of runBytes >> the class's shift), indexed by
+	// [classInfo.slotIndex].
+	slots atomic.Pointer[shard.Slot]
+}
+
+// classInfo is one class's.
+type classInfo struct {
+	size     int
+	shift    uint   // log2 of the largest power of two <= size: buffers' offsets >> shift differ
+	divisor  uint64 // 2^64/size rounded up, for the divisibility test of isStart
+	runBytes int
+	// A slot's index is the buffer's (offset in the run >> shift), its bits
+	// rotated so that neighbouring buffers' slots fall on different cache
+	// lines (4 slots to a line): index i goes to (i&lmask)<<2 | i>>lshift.
+	// A run of fewer than 8 buffers spaces its slots a line apart instead
+	// (lmask all ones, lshift 63: i goes to i<<2), so that no two buffers
+	// share a slot line, which Gets and Puts on different Ps would pass back
+	// and forth.
+	lmask    uintptr
+	lshift   uint
+	nslots   int         // slots per run
+	idle     *shard.Idle // the idle buffers' tickets; keys are offsets in mem
+	held     atomic.Int64
+	fbAllocs atomic.Uint64 // heap fallbacks got
+	fbFrees  atomic.Uint64 // heap fallbacks put back
+	_        [64]byte      // the fast path reads the fields above; keep classes apart
+}
+
 type cursor struct {
-	run   int // first slab of the current run; -1 before the first
-	off   int
-	slabs int // slabs owned by the class
+	run    int // first slab of the current run; -1 before the first
+	off    int
+	slabs  int // slabs owned by the class
+	carved int // buffers carved
 }
 
 // maxBudget is the largest region a Bounded pool takes: 2^31 slabs of
 // 64 KiB, 128 TiB (on 32-bit platforms, what an int can hold).
 const maxBudget = int64(1<<(31+slabShift))*int64(bits.UintSize/64) + int64(1<<31-1)*int64(1-bits.UintSize/64)
 
-// newRegion reserves a region of size bytes, rounded down to whole slabs,
-// or returns an error if the machine cannot hold it: the region is one Go
-// heap object, and a Go heap allocation past the memory the system will
-// give ends the process rather than fail.
-func newRegion(size int64, minSize int, sizes []int, b *budget.Budget) (*region, error) {
+// init reserves r, a zero region, of size bytes, rounded down to whole
+// slabs, or returns an error if the machine cannot hold it: the region is
+// one Go heap object, and a Go heap allocation past the memory the system
+// will give ends the process rather than fail.
+func (r *region) init(size int64, sizes []int, b *budget.Budget) error {
 	nslabs := int(size >> slabShift)
 	if mem := machineMemory(); mem > 0 && uint64(nslabs)<<slabShift > mem {
-		return nil, fmt.Errorf("%sWithBudget(%d): a Bounded pool's region is more than this machine's memory (%d bytes of RAM and swap): lower it", prefix, size, mem)
+		return fmt.Errorf("%sWithBudget(%d): a Bounded pool's region is more than this machine's memory (%d bytes of RAM and swap): lower it", prefix, size, mem)
 	}
-	r := &region{
-		budget:   b,
-		mem:      make([]byte, nslabs<<slabShift),
-		classOf:  make([]atomic.Int32, nslabs),
-		runStart: make([]atomic.Int32, nslabs),
-		divisor:  make([]uint64, len(sizes)),
-		runBytes: make([]int, len(sizes)),
-		cursor:   make([]cursor, len(sizes)),
-	}
-	r.base = uintptr(unsafe.Pointer(unsafe.SliceData(r.mem)))
+	r.budget = b
+	r.mem = make([]byte, nslabs<<slabShift)
+	r.slabs = make([]slabInfo, nslabs)
+	r.classes = make([]classInfo, len(sizes))
+	r.cursor = make([]cursor, len(sizes))
+	r.start = unsafe.Pointer(unsafe.SliceData(r.mem))
+	r.base = uintptr(r.start)
 	owned.Add(r.mem, "a Bounded bytepool", true)
-	for i := range r.classOf {
-		r.classOf[i].Store(-1)
+	for i := range r.slabs {
+		r.slabs[i].class.Store(-1)
 	}
 	for c, size := range sizes {
-		r.divisor[c] = ^uint64(0)/uint64(size) + 1
-		r.runBytes[c] = runBytes(size)
+		ci := &r.classes[c]
+		ci.size = size
+		ci.shift = uint(bits.Len(uint(size)) - 1)
+		ci.divisor = ^uint64(0)/uint64(size) + 1
+		ci.runBytes = runBytes(size)
+		ci.nslots = ci.runBytes >> ci.shift
+		if n := ci.nslots; ci.runBytes == slabSize && n >= 8 {
+			ci.lshift = uint(bits.Len(uint(n/4)) - 1)
+			ci.lmask = uintptr(n/4 - 1)
+		} else {
+			ci.lshift, ci.lmask = 63, ^uintptr(0)
+			ci.nslots *= 4
+		}
+		ci.idle = shard.NewIdle(func(off uintptr) *shard.Slot { return r.slotAt(off, c) })
 		r.cursor[c].run = -1
 	}
-	return r, nil
+	return nil
 }
 
 // runBytes is the size of the runs a class of size bytes takes: one slab up
@@ -108,18 +148,46 @@ func runBytes(size int) int {
 	return best
 }
 
-// carve fills dst with fresh buffers of class c and size bytes, taking new
-// runs as needed, and reports how many it carved: fewer than len(dst), and
-// maybe none, once the region is used up, and the bytes of the new runs it
-// took. The caller charges those with [region.charge] once it holds no
-// lock: the charge may call the budget alert, which may read the pool's
-// stats and so take every shard's lock. In the checked build the buffers
-// are poisoned, as every idle buffer is.
-func (r *region) carve(c, size int, dst []unsafe.Pointer) (n, took int) {
+// carve carves up to n fresh buffers of class c and size bytes, taking new
+// runs as needed, and makes them idle in the class. It reports how many it
+// carved (fewer than n, and maybe none, once the region is used up) and
+// the bytes of the new runs it took. The caller charges those with
+// [region.charge] once it holds no lock: the charge may call the budget
+// alert, which may call the pool. In the checked build the buffers are
+// poisoned, as every idle buffer is.
+func (r *region) carve(c, size, n int) (carved, took int) {
 	r.mu.Lock()
-	n, took = r.carveLocked(c, size, dst)
-	r.mu.Unlock()
-	return n, took
+	defer r.mu.Unlock()
+	ci := &r.classes[c]
+	cur := &r.cursor[c]
+	run := ci.runBytes
+	for carved < n {
+		if cur.run < 0 || cur.off+size > run {
+			k := run >> slabShift
+			if r.next+k > len(r.slabs) {
+				break
+			}
+			cur.run, cur.off = r.next, 0
+			cur.slabs += k
+			slots := make([]shard.Slot, ci.nslots) // 64 bytes or more: on lines of their own
+			r.slabs[cur.run].slots.Store(&slots[0])
+			for j := r.next; j < r.next+k; j++ {
+				r.slabs[j].runStart.Store(int32(cur.run))
+				r.slabs[j].class.Store(int32(c))
+			}
+			r.next += k
+			took += run
+		}
+		off := cur.run<<slabShift + cur.off
+		if checked.Enabled {
+			checked.Fill(r.mem[off:off+size], checked.PoisonByte)
+		}
+		ci.idle.Add(uintptr(off))
+		cur.off += size
+		cur.carved++
+		carved++
+	}
+	return carved, took
 }
 
 // charge charges the budget, if any, for took bytes of runs carve took. The
@@ -130,35 +198,72 @@ func (r *region) charge(took int) {
 	}
 }
 
-// carveLocked is carve with r.mu held; it also reports the bytes of the new
-// runs it took.
-func (r *region) carveLocked(c, size int, dst []unsafe.Pointer) (n, took int) {
-	cur := &r.cursor[c]
-	run := r.runBytes[c]
-	for n < len(dst) {
-		if cur.run < 0 || cur.off+size > run {
-			k := run >> slabShift
-			if r.next+k > len(r.classOf) {
-				break
-			}
-			cur.run, cur.off = r.next, 0
-			cur.slabs += k
-			for j := r.next; j < r.next+k; j++ {
-				r.runStart[j].Store(int32(cur.run))
-				r.classOf[j].Store(int32(c))
-			}
-			r.next += k
-			took += run
-		}
-		off := cur.run<<slabShift + cur.off
-		if checked.Enabled {
-			checked.Fill(r.mem[off:off+size], checked.PoisonByte)
-		}
-		dst[n] = unsafe.Pointer(&r.mem[off])
-		cur.off += size
-		n++
+// classOf returns class c's info, c < len(r.classes), which the lookup
+// table guarantees: no bounds check.
+func (r *region) classOf(c uint8) *classInfo {
+	return (*classInfo)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.classes)), uintptr(c)*unsafe.Sizeof(classInfo{})))
+}
+
+// slabAt returns the info of the slab holding offset off, which must be
+// inside the region: no bounds check.
+func (r *region) slabAt(off uintptr) *slabInfo {
+	return (*slabInfo)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.slabs)), (off>>slabShift)*unsafe.Sizeof(slabInfo{})))
+}
+
+// slotAt returns the slot of the buffer of class c at offset off, which
+// must be a buffer's start.
+func (r *region) slotAt(off uintptr, c int) *shard.Slot {
+	run := uintptr(r.slabAt(off).runStart.Load())
+	return slotOf(r.slabs[run].slots.Load(), r.classes[c].slotIndex(off-run<<slabShift))
+}
+
+// slotOf returns slot i of the run whose first slot is first, with no
+// bounds check: slotIndex keeps i below the run's count.
+func slotOf(first *shard.Slot, i uintptr) *shard.Slot {
+	return (*shard.Slot)(unsafe.Add(unsafe.Pointer(first), i*unsafe.Sizeof(shard.Slot{})))
+}
+
+// slotIndex is the index in its run's slots of the buffer at offset in in
+// the run.
+func (ci *classInfo) slotIndex(in uintptr) uintptr {
+	i := in >> (ci.shift & 63) // shift counts below 64: no guard for larger ones
+	return (i&ci.lmask)<<2 | i>>(ci.lshift&63)
+}
+
+// startSlot returns the slot of the buffer of class c at p, which must be
+// inside the region, or nil if p is not the start of a buffer of class c.
+func (r *region) startSlot(p unsafe.Pointer, c int) *shard.Slot {
+	if !r.isStart(p, c) {
+		return nil
 	}
-	return n, took
+	return r.slotAt(uintptr(p)-r.base, c)
+}
+
+// census reports class c's buffers carved, its slabs, its buffers out and
+// their Gets, by a load of each carved buffer's slot: exact when no Get or
+// Put runs meanwhile.
+func (r *region) census(c int) (carved, slabs, out int, gets uint64) {
+	r.mu.Lock()
+	carved, slabs = r.cursor[c].carved, r.cursor[c].slabs
+	r.mu.Unlock()
+	for j := range r.slabs {
+		sl := &r.slabs[j]
+		if sl.class.Load() != int32(c) {
+			continue
+		}
+		first := sl.slots.Load()
+		if first == nil {
+			continue
+		}
+		for k := range uintptr(r.classes[c].nslots) {
+			s := slotOf(first, k)
+			if s.Out() {
+				out++
+			}
+			gets += s.Gets()
+		}
+	}
+	return carved, slabs, out, gets
 }
 
 // contains reports whether p points into the region.
@@ -173,20 +278,13 @@ func (r *region) contains(p unsafe.Pointer) bool {
 // division.
 func (r *region) isStart(p unsafe.Pointer, c int) bool {
 	off := int(uintptr(p) - r.base)
-	slab := off >> slabShift
-	if int(r.classOf[slab].Load()) != c {
+	sl := &r.slabs[off>>slabShift]
+	if int(sl.class.Load()) != c {
 		return false
 	}
-	in := uint64(off - int(r.runStart[slab].Load())<<slabShift)
-	m := r.divisor[c]
+	in := uint64(off - int(sl.runStart.Load())<<slabShift)
+	m := r.classes[c].divisor
 	return in*m <= m-1
-}
-
-// classSlabs reports how many slabs class c owns.
-func (r *region) classSlabs(c int) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cursor[c].slabs
 }
 
 // usedSlabs reports how many slabs the classes have taken.

@@ -50,7 +50,7 @@ type retention struct {
 	start int64      // the clock when the current period began
 	clock func() int64
 	armed atomic.Bool
-	self  weak.Pointer[Pool] // for the GC hook and the timer, which must not keep the pool alive
+	self  weak.Pointer[elasticEngine] // for the GC hook and the timer, which must not keep the pool alive
 }
 
 // reserve is a class's idle buffers behind its sync.Pool, oldest first,
@@ -104,21 +104,21 @@ const lossBias = 1 << 40
 // two GC cycles instead of two periods.
 const reserveOnly = 256 << 10
 
-// newRetention sets up p's tending: its place in the list the GC hook
-// tends, and a cleanup that empties the reserves once p is collected. (The
-// classes' finalizer func holds the classes, so a reserve would otherwise
-// keep its buffers alive for good.)
-func (p *Pool) newRetention() {
-	p.ret = &retention{clock: clock.Now, self: weak.Make(p)}
-	p.ret.start = p.ret.clock()
+// newRetention sets up e's tending: its place in the list the GC hook
+// tends, and a cleanup that empties the reserves once e (and so its pool)
+// is collected. (The classes' finalizer func holds the classes, so a
+// reserve would otherwise keep its buffers alive for good.)
+func (e *elasticEngine) newRetention() {
+	e.ret = retention{clock: clock.Now, self: weak.Make(e)}
+	e.ret.start = e.ret.clock()
 	tended.mu.Lock()
-	tended.pools = append(tended.pools, p.ret.self)
+	tended.pools = append(tended.pools, e.ret.self)
 	if !tended.hooked {
 		tended.hooked = true
 		runtime.SetFinalizer(new(gcSentinel), afterGC) // unreachable at once: its finalizer marks each GC cycle
 	}
 	tended.mu.Unlock()
-	runtime.AddCleanup(p, emptyReserves, p.elastic)
+	runtime.AddCleanup(e, emptyReserves, e.classes)
 }
 
 // emptyReserves drops every buffer the reserves of a collected pool hold.
@@ -135,7 +135,7 @@ func emptyReserves(classes []elasticClass) {
 // list keeps none of them alive.
 var tended struct {
 	mu    sync.Mutex
-	pools []weak.Pointer[Pool]
+	pools []weak.Pointer[elasticEngine]
 	// hooked: the GC hook is armed (once, by the first pool, for good).
 	hooked bool
 }
@@ -155,13 +155,13 @@ func afterGC(s *gcSentinel) {
 	defer tended.mu.Unlock()
 	live := tended.pools[:0]
 	for _, w := range tended.pools {
-		p := w.Value()
-		if p == nil {
+		e := w.Value()
+		if e == nil {
 			continue
 		}
 		live = append(live, w)
-		if p.tend(false) {
-			p.arm()
+		if e.tend(false) {
+			e.arm()
 		}
 	}
 	clear(tended.pools[len(live):])
@@ -169,20 +169,20 @@ func afterGC(s *gcSentinel) {
 }
 
 // arm starts the tending timer unless it runs already.
-func (p *Pool) arm() {
-	r := p.ret
+func (e *elasticEngine) arm() {
+	r := &e.ret
 	if r.armed.Load() || !r.armed.CompareAndSwap(false, true) {
 		return
 	}
 	w := r.self
 	clock.AfterFunc(RetentionPeriod, func() {
-		p := w.Value()
-		if p == nil {
+		e := w.Value()
+		if e == nil {
 			return
 		}
-		p.ret.armed.Store(false)
-		if p.tend(true) {
-			p.arm()
+		e.ret.armed.Store(false)
+		if e.tend(true) {
+			e.arm()
 		}
 	})
 }
@@ -199,8 +199,8 @@ func (p *Pool) arm() {
 // after demand last needed it. (Were a GC cycle's step to end a period, the
 // timer's next step could fall just short of a period after it, and such a
 // buffer would wait a third.)
-func (p *Pool) tend(mayEnd bool) (holding bool) {
-	r := p.ret
+func (e *elasticEngine) tend(mayEnd bool) (holding bool) {
+	r := &e.ret
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.clock()
@@ -208,9 +208,9 @@ func (p *Pool) tend(mayEnd bool) (holding bool) {
 	if end {
 		r.start = now
 	}
-	for c := range p.elastic {
-		e := &p.elastic[c]
-		if e.res.tend(e, end) > 0 {
+	for c := range e.classes {
+		ec := &e.classes[c]
+		if ec.res.tend(ec, end) > 0 {
 			holding = true
 		}
 	}
@@ -373,14 +373,14 @@ func (e *elasticClass) parkShort(ptr unsafe.Pointer) {
 // takeIdle returns an idle buffer of class c from the reserve, or makes
 // one (nil if the budget forbids it) and counts it in the shortfall; for a
 // Get that found the class's sync.Pool empty.
-func (p *Pool) takeIdle(c int) unsafe.Pointer {
-	e := &p.elastic[c]
-	if ptr := e.res.pop(); ptr != nil {
+func (e *elasticEngine) takeIdle(c int) unsafe.Pointer {
+	ec := &e.classes[c]
+	if ptr := ec.res.pop(); ptr != nil {
 		return ptr
 	}
-	ptr := p.grow(c)
+	ptr := e.grow(c)
 	if ptr != nil {
-		e.short.Add(1)
+		ec.short.Add(1)
 	}
 	return ptr
 }

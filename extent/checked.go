@@ -78,7 +78,7 @@ func misuse(op, kind string, addr uintptr, rec *checked.Record, detail string) *
 // verifyPoison checks that b, free memory about to be handed out by op, is
 // still all poison.
 func (d *debugState) verifyPoison(op string, b []byte) {
-	i := checked.FirstNot(b, checked.PoisonByte)
+	i := checked.IndexNot(b, checked.PoisonByte)
 	if i < 0 {
 		return
 	}
@@ -189,7 +189,7 @@ func (a *Allocator) freeChecked(op string, b []byte) {
 			continue
 		}
 		guard := blk.mem[ae-blk.base:][:guardTail]
-		if i := checked.FirstNot(guard, checked.GuardByte); i >= 0 {
+		if i := checked.IndexNot(guard, checked.GuardByte); i >= 0 {
 			a.badFree()
 			rec := d.tr.Lookup(pc.seg)
 			panic(misuse(op, checked.Overflow, pc.seg, rec, fmt.Sprintf(

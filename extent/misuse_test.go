@@ -28,7 +28,7 @@ func newWithOthers(t testing.TB) (*extent.Allocator, func() error) {
 	return a, m.VerifyAll
 }
 
-// mistakes is extent's misuse table: every mistake of the README's safety
+// mistakes is extent's misuse table: every mistake of the safety
 // table for extent, made as a user would make it. extent has no handles,
 // so there is no stale handle, and a Free whose start moved is no mistake:
 // Free takes any sub-slice of a live allocation (a partial free).

@@ -37,7 +37,7 @@ func bystanders(p *grpcpool.Pool, n int) func() error {
 	}
 }
 
-// mistakes is grpcpool's misuse table: every mistake the README's safety
+// mistakes is grpcpool's misuse table: every mistake the safety
 // table lists for grpcpool, made as gRPC or a user would make it.
 var mistakes = []memtest.Mistake{
 	{
@@ -89,7 +89,7 @@ var mistakes = []memtest.Mistake{
 }
 
 func TestMistakes(t *testing.T) {
-	// grpcpool's rows are in the safety table of the repository's README.
+	// grpcpool's rows are in the misuse table of the repository's docs/safety.md.
 	t.Chdir("..")
 	memtest.RunMistakes(t, "grpcpool", mistakes)
 }

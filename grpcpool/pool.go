@@ -29,6 +29,31 @@ const DefaultMaxSize = 4 << 20
 // Buffers are rounded up to bytepool's classes, are not zeroed, and live on
 // the Go heap; idle ones go back to the GC as bytepool's Elastic retention
 // rule says.
+//
+// Against gRPC's default pool: the default is tiered sync.Pools of 256 B,
+// 4 KiB, 16 KiB, 32 KiB and 1 MiB buffers, a request taking the next tier
+// up (a 64 KiB message gets a 1 MiB buffer), and one more sync.Pool for every larger size, which
+// hands out any idle buffer at least as large as asked for (grpc-go issue
+// 8500: a stream of ever-growing messages keeps allocating and holds every
+// older buffer until the GC drops them). Get zeroes each buffer. This pool
+// instead:
+//
+//   - rounds sizes up to bytepool's classes (4 per doubling, under 20% lost)
+//     up to 4 MiB, gRPC's default largest message, and serves larger ones from
+//     the heap without keeping them;
+//   - allocates nothing per Get or Put once warm, however often the GC
+//     runs (the *[]byte headers are kept too, up to 4096 of them);
+//   - keeps the idle buffers the recent peak of demand needed through GC
+//     cycles, and gives the rest back to the GC within two seconds once
+//     demand falls (bytepool's Elastic retention rule: a class gives back,
+//     each second, what no Get needed during all of it);
+//   - does not zero buffers: gRPC writes every byte of a buffer it reads a
+//     message into before it reads it. Use WithBytePool with a pool built
+//     bytepool.WithZeroing() for zeroed buffers.
+//
+// Its statistics are the bytepool's: by default Allocs, Frees, LiveObjects
+// and InUseBytes are estimates from a 1-in-64 sample of the buffers; see
+// [Pool.ReadStats] for exact counts.
 type Pool struct {
 	bp      *bytepool.Pool
 	headers headers // the idle *[]byte headers, each holding nil (headers.go)

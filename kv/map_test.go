@@ -299,7 +299,7 @@ func TestMap_ClosedPanics(t *testing.T) {
 // Close gives every mapped byte back: offheap's mapped bytes return to
 // where they were, and the process's RSS drops by the data.
 func TestMap_CloseUnmapsEverything(t *testing.T) {
-	if !offheap.Mapped {
+	if !offheap.MmapAvailable {
 		t.Skip("no mmap here: the Map lives in the Go heap")
 	}
 	var before, during, after memkit.Stats
@@ -335,7 +335,7 @@ func TestMap_CloseUnmapsEverything(t *testing.T) {
 // many entries adds no Go heap objects beyond a few per segment, so a GC
 // cycle's work does not depend on the entry count.
 func TestMap_GoHeapIndependentOfEntries(t *testing.T) {
-	if !offheap.Mapped {
+	if !offheap.MmapAvailable {
 		t.Skip("no mmap here: the Map lives in the Go heap")
 	}
 	heapWith := func(n int) (uint64, uint64) {
@@ -365,7 +365,7 @@ func TestMap_GoHeapIndependentOfEntries(t *testing.T) {
 // segments), the regions go back as their segments empty, and Close
 // unmaps the rest.
 func TestMap_Regions(t *testing.T) {
-	if !offheap.Mapped {
+	if !offheap.MmapAvailable {
 		t.Skip("no mmap here: the Map lives in the Go heap")
 	}
 	defer kv.SetHugeAfter(kv.SetHugeAfter(0))

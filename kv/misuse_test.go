@@ -36,7 +36,7 @@ func withBystanders(t testing.TB) (*kv.Map, func() error) {
 	}
 }
 
-// mistakes is kv's misuse table: every mistake the README's safety table
+// mistakes is kv's misuse table: every mistake the safety table
 // lists for kv, made as a user would make it.
 var mistakes = []memtest.Mistake{
 	{

@@ -46,7 +46,7 @@ type region struct {
 func (r *regions) segment(heap *offheap.Allocator) ([]byte, int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.normal < hugeAfter || !offheap.Mapped {
+	if r.normal < hugeAfter || !offheap.MmapAvailable {
 		mem, err := heap.Alloc(segSize)
 		if err == nil {
 			r.normal += segSize

@@ -46,7 +46,7 @@ func ExampleNew() {
 	}
 	b, _ := a.Alloc(1000)
 	end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(len(b))
-	fmt.Println(len(b), !offheap.GuardPages || end%uintptr(offheap.PageSize()) == 0)
+	fmt.Println(len(b), !offheap.GuardPagesAvailable || end%uintptr(offheap.PageSize()) == 0)
 
 	_, err = a.Alloc(2 << 20) // past the budget
 	fmt.Println(errors.Is(err, offheap.ErrBudget))

@@ -50,7 +50,7 @@ func FuzzOffheap(f *testing.F) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(b) != n || op == 4 && offheap.GuardPages && cap(b) != n {
+				if len(b) != n || op == 4 && offheap.GuardPagesAvailable && cap(b) != n {
 					t.Fatalf("Alloc(%d): len %d cap %d", n, len(b), cap(b))
 				}
 				if _, err := m.Add(b); err != nil {

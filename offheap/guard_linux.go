@@ -2,9 +2,9 @@ package offheap
 
 import "syscall"
 
-// GuardPages reports whether [WithGuardPages] protects pages on this
+// GuardPagesAvailable reports whether [WithGuardPages] protects pages on this
 // platform (true here: Linux has mprotect).
-const GuardPages = true
+const GuardPagesAvailable = true
 
 // sysProtect makes b, whole pages of a mapping, inaccessible: any access
 // faults.

@@ -2,8 +2,8 @@
 
 package offheap
 
-// GuardPages reports whether [WithGuardPages] protects pages on this
+// GuardPagesAvailable reports whether [WithGuardPages] protects pages on this
 // platform (false here: the option is ignored).
-const GuardPages = false
+const GuardPagesAvailable = false
 
 func sysProtect([]byte) error { return nil }

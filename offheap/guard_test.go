@@ -30,7 +30,7 @@ func newGuarded(t testing.TB, opts ...offheap.Option) *offheap.Allocator {
 
 func skipWithoutGuardPages(t testing.TB) {
 	t.Helper()
-	if !offheap.GuardPages {
+	if !offheap.GuardPagesAvailable {
 		t.Skip("no guard pages on this platform")
 	}
 }
@@ -46,7 +46,7 @@ func TestGuardPages_Layout(t *testing.T) {
 		if len(b) != n {
 			t.Fatalf("Alloc(%d): len %d", n, len(b))
 		}
-		if offheap.GuardPages {
+		if offheap.GuardPagesAvailable {
 			end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(n)
 			if cap(b) != n || (n > 0 && end%uintptr(ps) != 0) {
 				t.Fatalf("Alloc(%d): cap %d, end %#x not at a page boundary", n, cap(b), end)
@@ -68,7 +68,7 @@ func TestGuardPages_Layout(t *testing.T) {
 	if s.Allocs != 7 || s.Frees != 7 || s.LiveObjects != 0 || s.InUseBytes != 0 {
 		t.Fatalf("stats %v", &s)
 	}
-	if offheap.GuardPages && (s.ReservedBytes == 0 || g.ReservedBytes < s.ReservedBytes) {
+	if offheap.GuardPagesAvailable && (s.ReservedBytes == 0 || g.ReservedBytes < s.ReservedBytes) {
 		t.Fatalf("quarantine not in ReservedBytes: %v (process: %v)", &s, &g)
 	}
 	if err := a.Purge(); err != nil {

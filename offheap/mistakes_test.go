@@ -41,7 +41,7 @@ func faulting(f func()) func() {
 	}
 }
 
-// mistakes is offheap's misuse table; the README's rows are checked
+// mistakes is offheap's misuse table; its rows in docs/safety.md are checked
 // against it.
 var mistakes = []memtest.Mistake{{
 	Name: "double Free", Release: "panic `" + badFree + "`", Checked: "DoubleFree",

@@ -4,9 +4,10 @@ package offheap
 
 import "unsafe"
 
-// Mapped reports whether memory comes from mmap, outside the Go heap, or
-// (false here) from the Go heap on platforms without mmap.
-const Mapped = false
+// MmapAvailable reports whether memory comes from mmap, outside the Go heap,
+// or (false here: no mmap) is zeroed Go heap memory, so that every program
+// builds.
+const MmapAvailable = false
 
 const pageSize = 4096
 

@@ -4,9 +4,10 @@ package offheap
 
 import "syscall"
 
-// Mapped reports whether memory comes from mmap, outside the Go heap (true
-// here), or from the Go heap on platforms without mmap.
-const Mapped = true
+// MmapAvailable reports whether memory comes from mmap, outside the Go heap
+// (true here: Linux, macOS, the BSDs), or is zeroed Go heap memory, as on
+// Windows, Plan 9, js/wasm and WASI, so that every program builds.
+const MmapAvailable = true
 
 var pageSize = syscall.Getpagesize()
 

@@ -51,7 +51,7 @@ const (
 func PageSize() int { return pageSize }
 
 // Alloc returns n bytes of zeroed memory from outside the Go heap (see
-// [Mapped]). The slice has length n and a capacity of n rounded up to a
+// [MmapAvailable]). The slice has length n and a capacity of n rounded up to a
 // whole number of pages; its start is page-aligned. Alloc(0) maps one page.
 //
 // Alloc is safe for concurrent use. It is a system call (mmap) and costs a
@@ -172,27 +172,4 @@ func ReadStats(s *stats.Stats) {
 	s.Grows = table.allocs
 	s.Releases = table.releases
 	s.BadFrees = table.badFrees
-}
-
-// Malloc is [Alloc] in the shape of the malloc parameter of
-// slab.NewArena: it returns nil where Alloc returns an error, which the
-// arena reports as slab.ErrNoSpace. Pair it with [Unmap], so that slabs the
-// arena releases go back to the OS:
-//
-//	a, err := slab.NewArena(64, 1<<20, 2, offheap.Malloc, slab.WithFree(offheap.Unmap))
-func Malloc(n int) []byte {
-	b, err := std.alloc(n, false)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
-// Unmap is [Free] in the shape of slab.WithFree's parameter. Besides Free's
-// misuse panics, it panics if the OS refuses to unmap, which a valid mapping
-// never causes.
-func Unmap(b []byte) {
-	if err := std.Free(b); err != nil {
-		panic(err)
-	}
 }

@@ -51,65 +51,20 @@ func ExampleNew() {
 	// memkit_live_objects{allocator="rpc_buffers"} 1
 }
 
-// The deprecated collector of one allocator, registered per allocator.
-func ExampleNewCollector() {
-	pool, err := bytepool.New(bytepool.WithExactStats())
-	if err != nil {
-		panic(err)
-	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		prom.NewCollector("rpc_buffers", pool),
-		collectors.NewGoCollector(),
-	)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := httptest.NewServer(mux) // in a program: http.ListenAndServe
-	defer srv.Close()
-
-	for i := 0; i < 3; i++ {
-		b := pool.Get(1000)
-		pool.Put(b)
-	}
-	held := pool.Get(1000)
-	defer pool.Put(held)
-
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		panic(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "memkit_allocs_total") ||
-			strings.HasPrefix(line, "memkit_live_objects") ||
-			strings.HasPrefix(line, `memkit_class_live_objects{allocator="rpc_buffers",class="1024"}`) {
-			fmt.Println(line)
-		}
-	}
-	// Output:
-	// memkit_allocs_total{allocator="rpc_buffers"} 4
-	// memkit_class_live_objects{allocator="rpc_buffers",class="1024"} 1
-	// memkit_live_objects{allocator="rpc_buffers"} 1
-}
-
-// Const labels tell apart allocators that share a name, such as one pool
-// per tenant.
+// Const labels add what every series of the process shares; the published
+// names tell the allocators apart.
 func ExampleWithConstLabels() {
-	reg := prometheus.NewRegistry()
 	for _, tenant := range []string{"acme", "globex"} {
 		pool, err := bytepool.New(bytepool.WithExactStats())
 		if err != nil {
 			panic(err)
 		}
 		pool.Put(pool.Get(100))
-		reg.MustRegister(prom.NewCollector("uploads", pool,
-			prom.WithConstLabels(prometheus.Labels{"tenant": tenant}),
-			prom.WithoutClasses(),
-		))
+		memkit.Publish("uploads_"+tenant, pool)
+		defer memkit.Unpublish("uploads_" + tenant)
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prom.New(prom.WithConstLabels(prometheus.Labels{"region": "eu"})))
 	mfs, err := reg.Gather()
 	if err != nil {
 		panic(err)
@@ -126,6 +81,6 @@ func ExampleWithConstLabels() {
 		}
 	}
 	// Output:
-	// allocator=uploads tenant=acme 1
-	// allocator=uploads tenant=globex 1
+	// allocator=uploads_acme region=eu 1
+	// allocator=uploads_globex region=eu 1
 }

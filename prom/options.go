@@ -2,17 +2,17 @@ package prom
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Option configures a collector made by [New] or [NewCollector].
+// Option configures the collector [New] makes.
 type Option func(*config)
 
 // config holds every option's value.
 type config struct {
 	constLabels prometheus.Labels
-	classes     bool // per-class series: off by default for New, on for NewCollector
+	classes     bool // per-class series: off by default
 }
 
 // WithConstLabels adds labels with fixed values to every series of the
-// collector, for example the tenant or shard an allocator serves. The names
+// collector, for example the region or tenant the process serves. The names
 // "allocator" and "class" are reserved: using them, or an invalid label
 // name or value, makes registering the collector fail with an error that
 // says so. Later calls add to the labels of earlier ones.
@@ -34,10 +34,8 @@ func WithClasses() Option {
 	return func(c *config) { c.classes = true }
 }
 
-// WithoutClasses drops the per-class series (memkit_class_*), leaving the
-// allocator-wide ones. It is the default of [New]; [NewCollector] exports
-// the per-class series unless given this option. The allocator's ReadStats
-// still fills its class rows.
-func WithoutClasses() Option {
+// withoutClasses drops the per-class series: the default of [New], for the
+// tests' single-allocator collector, which exports them by default.
+func withoutClasses() Option {
 	return func(c *config) { c.classes = false }
 }

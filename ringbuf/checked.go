@@ -79,8 +79,6 @@ func (c *ringChecked) misuse(op, kind string, pos uint64, l *lendRecord, detail 
 	var rec *checked.Record
 	if l != nil && l.rec != nil {
 		r := *l.rec
-		r.Alloc = checked.TrimPkg(r.Alloc, pkgPath)
-		r.Free = checked.TrimPkg(r.Free, pkgPath)
 		if !l.done {
 			r.Free = checked.Stack{}
 		}
@@ -151,7 +149,7 @@ func (c *ringChecked) freed(pos uint64) {
 // lend records the lend of the slot of pos by op, with its caller's stack.
 func (c *ringChecked) lend(pos uint64, op string, size int) {
 	addr := uintptr(c.r.slotPtr(pos))
-	c.trk.Alloc(addr, size, 2)
+	c.trk.Alloc(addr, size, checked.SkipWithin(pkgPath))
 	l := &lendRecord{op: op, pos: pos, addr: addr, rec: c.trk.Lookup(addr)}
 	c.mu.Lock()
 	c.lends[lendKey{pos, op == "Peek"}] = l
@@ -168,7 +166,7 @@ func (c *ringChecked) giveBack(pos uint64, op string) {
 	if l == nil || l.done {
 		return // not lent by this build's bookkeeping: leave it to the release checks
 	}
-	c.trk.Free(op, l.addr, 2) // records the stack in l.rec
+	c.trk.Free(op, l.addr, checked.SkipWithin(pkgPath)) // records the stack in l.rec
 	c.mu.Lock()
 	l.done = true
 	c.last[pos&c.r.mask] = l

@@ -58,6 +58,31 @@ func (r *Ring) write(ctx context.Context, p []byte, op string) error {
 	return nil
 }
 
+// alert calls the WithBudgetAlert callback for each crossing of its
+// threshold since the last call. It inlines into the calls that move the
+// positions (Write, Reserve, Read, Peek), where a ring without the option
+// pays one predictable branch.
+func (r *Ring) alert() {
+	if r.edge.Threshold() != 0 {
+		r.crossed()
+	}
+}
+
+// crossed is alert's slow part. The ring keeps no counter for the alert:
+// the bytes of the records in it come from the two positions it keeps
+// anyway, reloaded after each flip, so that when writers and readers race,
+// the side the last of them leaves reported agrees with the ring.
+func (r *Ring) crossed() {
+	for r.edge.Flip(r.recordBytes()) {
+	}
+}
+
+// recordBytes returns the bytes of the records in the ring, slotSize per
+// record, from the positions.
+func (r *Ring) recordBytes() int64 {
+	return max(int64(r.tail.Load()-r.head.Load()), 0) * int64(r.slotSize)
+}
+
 // Read copies the oldest record into p, removes it from the ring and
 // returns its length, or reports false if the ring is empty (or its oldest
 // record is still being written). p must be at least a slot long, so that

@@ -13,6 +13,18 @@ import (
 // goroutine at a time: it may be handed to another goroutine, which then
 // commits or releases it, but two must not use it at once. The zero Slot
 // is lent by no ring; Commit and Release panic on it.
+//
+// The checked build (-tags memkitdebug) reports a mistake with a lent slot
+// as a *memkit.Misuse with the stacks of the lend and of its hand-back: a
+// second Commit or Release, one of another ring's or the zero Slot, one of
+// a slot the other operation lent; a write through the bytes after Commit
+// (checksum and guard bytes, checked when the record is read, peeked or
+// dropped) or after the record was read or released (poison, checked when
+// a writer claims the slot on the next lap). memkit.Leaks lists the
+// slots lent and not handed back. After such a report the ring stays
+// usable: a changed record is dropped, a written free slot gets an empty
+// record. Lending then costs microseconds, and Write and Read about ten
+// times what they cost in a release build.
 type Slot struct {
 	// Four fields in 24 bytes, so that the compiler keeps a Slot in
 	// registers.

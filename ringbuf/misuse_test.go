@@ -15,7 +15,7 @@ import (
 // The misuse table of package ringbuf: each mistake a user can make with a
 // Ring, what each build does about it, and a test that makes it beside a
 // witness record that must come through intact. memtest.RunMistakes runs it
-// in the build in use and keeps the README's safety table equal to it.
+// in the build in use and keeps docs/safety.md's misuse table equal to it.
 
 const (
 	msgNotReserved = "memkit/ringbuf: Commit of a slot not reserved"

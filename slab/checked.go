@@ -215,13 +215,10 @@ func (a *Arena) staleLoc(op string, l Loc) {
 		fmt.Sprintf("a Loc of generation %d; the chunk is at generation %d (mod %d)", l.gen(), ch.gen&genMask, genMask+1)))
 }
 
-// report is trk.Report with the stacks trimmed of the frames inside this
-// package, so that they start at the caller; without free, it leaves out
-// the free stack.
+// report is trk.Report (whose stacks, captured with checked.SkipWithin,
+// start at the caller); without free, it leaves out the free stack.
 func report(trk *checked.Tracker, op, kind string, p uintptr, r *checked.Record, free bool, detail string) *checked.Misuse {
 	m := trk.Report(op, kind, p, r, detail)
-	m.Alloc = checked.TrimPkg(m.Alloc, pkgPath)
-	m.Free = checked.TrimPkg(m.Free, pkgPath)
 	if !free {
 		m.Free = checked.Stack{}
 	}

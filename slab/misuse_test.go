@@ -96,7 +96,7 @@ func all(errs ...error) error {
 	return nil
 }
 
-// mistakes is slab's misuse table: every mistake the README's safety table
+// mistakes is slab's misuse table: every mistake the safety table
 // lists for slab, made as a user would make it.
 var mistakes = []memtest.Mistake{
 	{

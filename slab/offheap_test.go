@@ -10,12 +10,12 @@ import (
 	"github.com/memkit/memkit/slab"
 )
 
-// An arena on off-heap memory: offheap.Malloc and offheap.Unmap plug into
-// NewArena and WithFree, and a slab the arena releases is unmapped.
+// An arena on off-heap memory (WithOffHeap): a slab the arena releases is
+// unmapped.
 func TestArena_OffHeapSlabsAreUnmappedOnRelease(t *testing.T) {
 	var before, during, after memkit.Stats
 	offheap.ReadStats(&before)
-	a, err := slab.NewArena(64, 1<<16, 2, offheap.Malloc, slab.WithFree(offheap.Unmap), slab.WithIdleSlabs(0))
+	a, err := slab.NewArena(64, 1<<16, 2, nil, slab.WithOffHeap(), slab.WithIdleSlabs(0))
 	if err != nil {
 		t.Fatal(err)
 	}

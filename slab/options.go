@@ -119,7 +119,7 @@ func WithMalloc(malloc func(size int) ([]byte, error)) Option {
 // its slab is released, touching it faults. Use [WithIdleSlabs] to choose
 // how many empty slabs each class keeps mapped. With [WithFree] too, the
 // function given there replaces the munmap. On a platform without mmap
-// (offheap.Mapped false) the slabs are pointer-free Go heap memory.
+// (offheap.MmapAvailable false) the slabs are pointer-free Go heap memory.
 func WithOffHeap() Option {
 	return func(c *config) {
 		c.src = offHeapAlloc

@@ -74,11 +74,6 @@ func ViewSlice[T any](buf []byte, n int) []T {
 	return unsafe.Slice((*T)(p), n)
 }
 
-// CheckPointerFree returns nil if values of type T may live in slab
-// memory, or an error naming the first field that holds a Go pointer, with
-// the message [View] panics with. It caches its verdict per type.
-func CheckPointerFree[T any]() error { return ptrfree.Check[T]("slab") }
-
 func ensurePointerFree[T any]() { ptrfree.MustCheck[T]("slab") }
 
 func typeName[T any]() string { return ptrfree.Name(reflect.TypeFor[T]()) }

@@ -243,8 +243,11 @@ func (p *chanPool) close(b *[]byte) {
 }
 
 // fixedCheckout is BufferCheckout: Checkout, write a byte, Close.
-func fixedCheckout(b *testing.B) {
-	p := must(buffer.NewFixedPool(fixedCount, fixedSize))
+func fixedCheckout(b *testing.B) { fixedCheckoutOf(b, fixedCount) }
+
+// fixedCheckoutOf is fixedCheckout from a pool of count buffers.
+func fixedCheckoutOf(b *testing.B, count int) {
+	p := must(buffer.NewFixedPool(count, fixedSize))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -265,8 +268,10 @@ func chanCheckout(b *testing.B) {
 	}
 }
 
-func fixedCheckoutParallel(b *testing.B) {
-	p := must(buffer.NewFixedPool(fixedCount, fixedSize))
+func fixedCheckoutParallel(b *testing.B) { fixedCheckoutParallelOf(b, fixedCount) }
+
+func fixedCheckoutParallelOf(b *testing.B, count int) {
+	p := must(buffer.NewFixedPool(count, fixedSize))
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -287,6 +292,34 @@ func chanCheckoutParallel(b *testing.B) {
 			buf := p.checkout()
 			*buf = append(*buf, 1)
 			p.close(buf)
+		}
+	})
+}
+
+// syncPoolCheckout is the BufferCheckout peer the issue-23 target names:
+// a sync.Pool of *bytes.Buffer, Get, write a byte, Reset, Put.
+func syncPoolCheckout(b *testing.B) {
+	p := sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, fixedSize)) }}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		bb := p.Get().(*bytes.Buffer)
+		bb.WriteByte(1)
+		bb.Reset()
+		p.Put(bb)
+	}
+}
+
+func syncPoolCheckoutParallel(b *testing.B) {
+	p := sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, fixedSize)) }}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			bb := p.Get().(*bytes.Buffer)
+			bb.WriteByte(1)
+			bb.Reset()
+			p.Put(bb)
 		}
 	})
 }
@@ -533,12 +566,23 @@ func init() {
 	register(
 		bench{workload: w, impl: "memkit", run: fixedCheckout},
 		bench{workload: w, impl: "chan", run: chanCheckout},
+		bench{workload: w, impl: "syncpool", run: syncPoolCheckout},
 	)
 	w = "BufferCheckoutParallel/size=" + sizeName(fixedSize)
 	register(
 		bench{workload: w, impl: "memkit", run: fixedCheckoutParallel},
 		bench{workload: w, impl: "chan", run: chanCheckoutParallel},
+		bench{workload: w, impl: "syncpool", run: syncPoolCheckoutParallel},
 	)
+	// The pool's size against its scaling: 16 buffers (one shard word),
+	// 1024 (64); the rows above are 64.
+	for _, count := range []int{16, 1024} {
+		shape := "/buffers=" + strconv.Itoa(count) + "/size=" + sizeName(fixedSize)
+		register(
+			bench{workload: "BufferCheckout" + shape, impl: "memkit", run: func(b *testing.B) { fixedCheckoutOf(b, count) }},
+			bench{workload: "BufferCheckoutParallel" + shape, impl: "memkit", run: func(b *testing.B) { fixedCheckoutParallelOf(b, count) }},
+		)
+	}
 	w = "BufferGetWriteFree/size=1000B"
 	register(
 		bench{workload: w, impl: "memkit", run: bufferGetWriteFree},

@@ -20,12 +20,24 @@ func BenchmarkDirect(b *testing.B) {
 		b.Run("GetPut/size="+sizeName(n), func(b *testing.B) {
 			b.Run("impl=memkit", func(b *testing.B) { benchPool(b, n) })
 			b.Run("impl=memkit-cache", func(b *testing.B) { benchCache(b, n) })
+			b.Run("impl=memkit-bounded", func(b *testing.B) { benchPoolOf(b, n, newBounded()) })
 			b.Run("impl=mcache", func(b *testing.B) { benchMcache(b, n) })
 			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPool(b, n) })
 		})
 		b.Run("GetPutParallel/size="+sizeName(n), func(b *testing.B) {
 			b.Run("impl=memkit", func(b *testing.B) {
 				p := must(bytepool.New())
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						buf := p.Get(n)
+						buf[0] = 1
+						p.Put(buf)
+					}
+				})
+			})
+			b.Run("impl=memkit-bounded", func(b *testing.B) {
+				p := newBounded()
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
@@ -53,8 +65,15 @@ var _ = bytepool.Get
 
 // benchPool, benchCache and benchMcache are Get+Put of n bytes, with a
 // write, called directly on the shared pool, a Cache and mcache.
-func benchPool(b *testing.B, n int) {
-	p := must(bytepool.New())
+func benchPool(b *testing.B, n int) { benchPoolOf(b, n, must(bytepool.New())) }
+
+// newBounded is memkit-bounded's pool.
+func newBounded() *bytepool.Pool {
+	return must(bytepool.New(bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(boundedBudget)))
+}
+
+// benchPoolOf is benchPool on p.
+func benchPoolOf(b *testing.B, n int, p *bytepool.Pool) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf := p.Get(n)

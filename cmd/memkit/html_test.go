@@ -835,7 +835,7 @@ func fullRun(count int) []result {
 }
 
 // TestWriteHTML_FullRun checks a report of every bench, as `memkit bench
-// --count 3 --html` writes it: readable charts, and the size the README
+// --count 3 --html` writes it: readable charts, and the size docs/commands.md
 // states.
 func TestWriteHTML_FullRun(t *testing.T) {
 	var b bytes.Buffer
@@ -845,10 +845,10 @@ func TestWriteHTML_FullRun(t *testing.T) {
 	rep := parseReport(t, b.String())
 	checkCharts(t, rep)
 	t.Logf("%d benches, %d charts: %d bytes", len(benches), len(rep.charts), b.Len())
-	// The README's sentence about --html states these sizes.
+	// docs/commands.md's sentence about --html states these sizes.
 	// Per bench, so that registering a workload does not break the claim.
 	if per := b.Len() / len(benches); per > 1100 {
-		t.Errorf("the report of every bench is %d bytes, %d a bench; the README says at most 1.1 KB a bench", b.Len(), per)
+		t.Errorf("the report of every bench is %d bytes, %d a bench; docs/commands.md says at most 1.1 KB a bench", b.Len(), per)
 	}
 	few := regexp.MustCompile(`^(GetPut/size=4KiB|BurstIdle|SlabAllocFree/)`)
 	var sel []result
@@ -863,7 +863,7 @@ func TestWriteHTML_FullRun(t *testing.T) {
 	}
 	t.Logf("%d benches: %d bytes", len(sel), b.Len())
 	if b.Len() > 40_000 {
-		t.Errorf("the report of %d benches is %d bytes; the README says some 30 KB for a few workloads", len(sel), b.Len())
+		t.Errorf("the report of %d benches is %d bytes; docs/commands.md says some 30 KB for a few workloads", len(sel), b.Len())
 	}
 }
 

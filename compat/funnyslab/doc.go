@@ -22,9 +22,9 @@
 // of pageSize bytes per size class up front and carve that class's buffers
 // (funny/slab's chunks) out of it; when a class's page is used up, Alloc
 // falls back to make.
-// All three are now one implementation, a Bounded [bytepool.Pool]: sharded
-// free lists, one uncontended compare-and-swap and a bit flip per Alloc or
-// Free, no allocation; the three locking schemes are gone.
+// All three are now one implementation, a Bounded [bytepool.Pool]: a ticket
+// per buffer in a per-P sync.Pool, no lock and no locked instruction per
+// Alloc or Free, no allocation once warm; the three locking schemes are gone.
 // NewSyncPool is an Elastic bytepool.Pool: buffers from the Go heap, kept for
 // reuse and given back to the GC within two seconds once idle, without
 // sync.Pool's boxing allocation per Free (funny/slab's SyncPool cost 32 B and

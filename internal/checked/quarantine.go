@@ -18,21 +18,6 @@ type held struct {
 	release func()
 }
 
-// Report returns the misuse of kind made by op at addr, with the size and
-// stacks of rec when rec is not nil.
-func Report(allocator, op, kind string, addr uintptr, rec *Record, detail string) *Misuse {
-	m := &Misuse{Allocator: allocator, Op: op, Kind: kind, Addr: addr, Detail: detail}
-	if rec != nil {
-		m.Size, m.Alloc, m.Free = rec.Size, rec.Alloc, rec.Free
-	}
-	return m
-}
-
-// Report is [Report] for the tracker's allocator.
-func (t *Tracker) Report(op, kind string, addr uintptr, rec *Record, detail string) *Misuse {
-	return Report(t.allocator, op, kind, addr, rec, detail)
-}
-
 // Hold keeps a block that op just freed out of reuse. It fills mem, the
 // block's bytes, with [PoisonByte] and queues the block; once the queue
 // holds more than [QuarantineBytes] bytes or [QuarantineBlocks] blocks, the
@@ -119,7 +104,7 @@ func (t *Tracker) leave(op string, out []held) {
 
 // poisoned returns a report if h's poison was changed, or nil.
 func (t *Tracker) poisoned(op string, h held) *Misuse {
-	i := FirstNot(h.mem, PoisonByte)
+	i := IndexNot(h.mem, PoisonByte)
 	if i < 0 {
 		return nil
 	}

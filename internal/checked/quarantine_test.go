@@ -19,7 +19,7 @@ func holdBlock(t *Tracker, addr uintptr, n int) ([]byte, *int) {
 func TestHold_PoisonsAndKeepsTheBlock(t *testing.T) {
 	tr := NewTracker("testpool")
 	mem, released := holdBlock(tr, 0x1000, 64)
-	if i := FirstNot(mem, PoisonByte); i >= 0 {
+	if i := IndexNot(mem, PoisonByte); i >= 0 {
 		t.Fatalf("byte %d of a held block is %#x, not poison", i, mem[i])
 	}
 	if *released != 0 {

@@ -13,9 +13,9 @@ import (
 // Mistake is one row of an allocator's misuse table: a documented mistake,
 // what each build does about it, and a test that makes it.
 type Mistake struct {
-	Name    string // the README's "mistake" cell: "double Put"
-	Release string // the README's "release build" cell
-	Checked string // the README's "checked build" cell
+	Name    string // the safety table's "mistake" cell: "double Put"
+	Release string // the safety table's "release build" cell
+	Checked string // the safety table's "checked build" cell
 
 	// Panic is the release build's exact panic value, as fmt.Sprint prints
 	// it; "" when the release build does not panic.
@@ -38,15 +38,15 @@ type Mistake struct {
 // checked build (-tags memkitdebug) with a *checked.Misuse of Kind from Op
 // (with Kind "", as the release build), and in both every other allocation
 // reads back intact.
-// It then checks the table against the README's safety table (see
-// [CheckReadme]).
+// It then checks the table against the misuse table of docs/safety.md (see
+// [CheckSafetyDoc]).
 func RunMistakes(t *testing.T, allocator string, table []Mistake) {
 	t.Helper()
 	runMistakes(t, allocator, table)
-	CheckReadme(t, allocator, table)
+	CheckSafetyDoc(t, allocator, table)
 }
 
-// runMistakes is RunMistakes without the README check.
+// runMistakes is RunMistakes without the check of docs/safety.md.
 func runMistakes(t *testing.T, allocator string, table []Mistake) {
 	t.Helper()
 	for _, row := range table {
@@ -112,45 +112,48 @@ func checkMisuse(t *testing.T, allocator string, row Mistake, got panicked) {
 	}
 }
 
-// The README's safety table lies between these two lines.
+// SafetyDoc is the page, relative to the core module's root, whose misuse
+// table lies between the two marker lines.
 const (
-	readmeBegin = "<!-- misuse table: generated from each package's TestMistakes; memtest.CheckReadme keeps them equal -->"
-	readmeEnd   = "<!-- end of misuse table -->"
+	SafetyDoc  = "docs/safety.md"
+	tableBegin = "<!-- misuse table: generated from each package's TestMistakes; memtest.CheckSafetyDoc keeps them equal -->"
+	tableEnd   = "<!-- end of misuse table -->"
 )
 
-// ReadmeRow formats row as the README's safety table shows it.
-func ReadmeRow(allocator string, row Mistake) string {
+// SafetyRow formats row as the misuse table of docs/safety.md shows it.
+func SafetyRow(allocator string, row Mistake) string {
 	return fmt.Sprintf("| %s | %s | %s | %s |", allocator, row.Name, row.Release, row.Checked)
 }
 
-// CheckReadme fails t unless the README's safety table (the README.md of
+// CheckSafetyDoc fails t unless the misuse table of docs/safety.md (under
 // the module root, found upward from the test's directory) holds exactly
-// table's rows for allocator, in the same order. A README without the
-// table's markers is not checked.
+// table's rows for allocator, in the same order. A module without that
+// page (a copy outside the repository) is not checked; a page without the
+// table's markers fails.
 //
 // To regenerate the table, run the tests with MEMKIT_MISUSE_ROWS set to a
 // directory: each allocator writes its rows to <allocator>.md there.
 //
 //	MEMKIT_MISUSE_ROWS=/tmp/rows go test -run TestMistakes ./...
-func CheckReadme(t testing.TB, allocator string, table []Mistake) {
+func CheckSafetyDoc(t testing.TB, allocator string, table []Mistake) {
 	t.Helper()
 	want := make([]string, len(table))
 	for i, row := range table {
-		want[i] = ReadmeRow(allocator, row)
+		want[i] = SafetyRow(allocator, row)
 	}
 	if dir := os.Getenv("MEMKIT_MISUSE_ROWS"); dir != "" {
 		if err := os.WriteFile(filepath.Join(dir, allocator+".md"), []byte(strings.Join(want, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	text, ok := readme()
+	text, ok := safetyDoc()
 	if !ok {
 		return
 	}
-	_, rest, ok1 := strings.Cut(text, readmeBegin)
-	body, _, ok2 := strings.Cut(rest, readmeEnd)
+	_, rest, ok1 := strings.Cut(text, tableBegin)
+	body, _, ok2 := strings.Cut(rest, tableEnd)
 	if !ok1 || !ok2 {
-		return
+		t.Fatalf("%s has no misuse table between the lines\n%s\n%s", SafetyDoc, tableBegin, tableEnd)
 	}
 	var have []string
 	for _, line := range strings.Split(body, "\n") {
@@ -159,21 +162,21 @@ func CheckReadme(t testing.TB, allocator string, table []Mistake) {
 		}
 	}
 	if strings.Join(have, "\n") != strings.Join(want, "\n") {
-		t.Errorf("README.md's misuse table differs from %s's TestMistakes; its %s rows should read:\n%s\n\nthey read:\n%s",
+		t.Errorf(SafetyDoc+"'s misuse table differs from %s's TestMistakes; its %s rows should read:\n%s\n\nthey read:\n%s",
 			allocator, allocator, strings.Join(want, "\n"), strings.Join(have, "\n"))
 	}
 }
 
-// readme returns the text of README.md in the nearest directory at or
-// above the working directory that has a go.mod with it.
-func readme() (string, bool) {
+// safetyDoc returns the text of docs/safety.md under the nearest directory
+// at or above the working directory that has a go.mod.
+func safetyDoc() (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", false
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			b, err := os.ReadFile(filepath.Join(dir, "README.md"))
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(SafetyDoc)))
 			return string(b), err == nil
 		}
 		parent := filepath.Dir(dir)

@@ -83,12 +83,12 @@ func TestRecovered(t *testing.T) {
 	}
 }
 
-func TestReadmeRow(t *testing.T) {
-	got := ReadmeRow("fake", fakeRows("", false)[1])
+func TestSafetyRow(t *testing.T) {
+	got := SafetyRow("fake", fakeRows("", false)[1])
 	if got != "| fake | write after free | not caught | not caught |" {
 		t.Fatal(got)
 	}
-	if !strings.HasPrefix(readmeBegin, "<!--") {
-		t.Fatal("the README marker is no HTML comment")
+	if !strings.HasPrefix(tableBegin, "<!--") {
+		t.Fatal("the table marker is no HTML comment")
 	}
 }

@@ -37,13 +37,14 @@ import (
 // both get the ticket (the window is between the slot's load and its
 // store, a few instructions), and the item is then handed out twice.
 //
-// Counts: the Gets are counted per slot and added to a shared counter
-// exactly for a slot's first 64 Gets, then 64 at a time, so that a warm
-// Get takes no locked instruction; [Idle.Gets] is low by at most 63 per
-// item.
+// Counts: each Get adds one to its item's slot with a plain add, on the
+// cache line it writes anyway, and no counter is shared: the owner's
+// statistics sum [Slot.Gets] over its slots, which it reads already to
+// count the items out. The sum is exact once the Gets it should count
+// happened before it (a WaitGroup, a channel), and within the Gets in
+// flight otherwise.
 type Idle struct {
 	pool sync.Pool // *Ticket
-	gets atomic.Uint64
 
 	// locked: the race detector's build keeps idle tickets on stash.
 	locked bool
@@ -71,13 +72,6 @@ type Ticket struct {
 // [Idle.Add].
 func (t *Ticket) Key() uintptr { return t.key }
 
-// exactUses and flushEvery set how a ticket's Gets reach Idle.gets: every
-// one of the first exactUses, then flushEvery at a time.
-const (
-	exactUses  = 64
-	flushEvery = 64
-)
-
 // NewIdle returns an empty idle set whose owner keeps the slot of the item
 // of key k at slotOf(k). slotOf runs when a ticket is made (the first Get
 // of an item, and the first after its ticket was recovered).
@@ -99,30 +93,15 @@ func (x *Idle) Add(key uintptr) {
 }
 
 // Get takes an idle item, stores its ticket in its slot and returns the
-// ticket, or nil when none is idle. Warm, it is a sync.Pool Get, the store
-// and a counter of the ticket's: no locked instruction (one in 64 Gets adds
-// to the shared count).
+// ticket, or nil when none is idle. Warm, it is a sync.Pool Get, and the
+// store and the count in the slot: no locked instruction.
 func (x *Idle) Get() *Ticket {
-	if race.Enabled && x.locked {
-		return x.getSlow()
-	}
-	t, _ := x.pool.Get().(*Ticket)
+	t, _ := x.pool.Get().(*Ticket) // always nil under the race detector's locked stack
 	if t == nil {
 		return x.getSlow()
 	}
-	s := t.slot
-	s.store(t)
-	s.uses++
-	if s.uses <= exactUses || s.uses%flushEvery == 0 {
-		x.flush(s)
-	}
+	t.slot.take(t)
 	return t
-}
-
-// flush adds s's Gets not yet counted to the shared count.
-func (x *Idle) flush(s *Slot) {
-	x.gets.Add(uint64(s.uses - s.flushed))
-	s.flushed = s.uses
 }
 
 // getSlow is Get when the sync.Pool is empty: the ticket last stashed
@@ -134,9 +113,7 @@ func (x *Idle) getSlow() *Ticket {
 		x.stash[k] = nil
 		x.stash = x.stash[:k]
 		x.mu.Unlock()
-		t.slot.store(t)
-		t.slot.uses++
-		x.flush(t.slot)
+		t.slot.take(t)
 		return t
 	}
 	k := len(x.spare) - 1
@@ -150,9 +127,7 @@ func (x *Idle) getSlow() *Ticket {
 	t := &Ticket{key: key, slot: x.slotOf(key)}
 	runtime.AddCleanup(t, recoverItem, cleanupArg{x.self, key})
 	x.made.Add(1)
-	t.slot.store(t)
-	t.slot.uses++
-	x.flush(t.slot)
+	t.slot.take(t)
 	return t
 }
 
@@ -187,10 +162,6 @@ func (x *Idle) Put(t *Ticket) {
 	x.pool.Put(t)
 }
 
-// Gets returns the Gets counted so far: low by at most 63 per item (see
-// [Idle]).
-func (x *Idle) Gets() uint64 { return x.gets.Load() }
-
 // Made returns how many tickets were made: the first Get of each item, and
 // one per item recovered since.
 func (x *Idle) Made() uint64 { return x.made.Load() }
@@ -205,10 +176,28 @@ func (x *Idle) Recovered() uint64 { return x.recovered.Load() }
 // Get and Put write it: slots of items used on different Ps at once should
 // not share a cache line.
 type Slot struct {
-	t       *Ticket
-	uses    uint32 // Gets of the item
-	flushed uint32 // of them, those added to Idle.gets
+	gets uint64 // Gets of the item; first, so that 32-bit platforms' atomic loads find it aligned
+	t    *Ticket
+	_    [(8 - unsafe.Sizeof(uintptr(0))%8) % 8]byte // 16 bytes on 32-bit platforms too
 }
+
+// take stores the ticket of the item a Get takes and counts the Get: a
+// plain add on the line the store writes (an atomic one under the race
+// detector, for the statistics' loads).
+func (s *Slot) take(t *Ticket) {
+	if race.Enabled {
+		s.store(t)
+		atomic.AddUint64(&s.gets, 1)
+		return
+	}
+	s.t = t
+	s.gets++
+}
+
+// Gets returns how many Gets took the slot's item. It may be called while
+// the item is taken and given back on other goroutines (for statistics):
+// an atomic load, which sees a recent count.
+func (s *Slot) Gets() uint64 { return atomic.LoadUint64(&s.gets) }
 
 // Take empties the slot and returns its ticket, for Put, or nil if the
 // item is idle: a second free. See [Idle] for two Takes at once.

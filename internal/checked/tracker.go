@@ -1,98 +1,9 @@
-// Package checked is the machinery of memkit's checked build (-tags
-// memkitdebug), shared by every allocator: call stacks recorded at
-// allocation and free, a table of live and recently freed blocks that turns
-// a double or foreign free into a report naming both stacks, poison and
-// guard patterns, and the registry behind memkit.Leaks.
-//
-// Allocators guard every use with the constant [Enabled], so the release
-// build compiles the calls away and pays nothing.
 package checked
 
 import (
-	"fmt"
-	"runtime"
 	"sort"
-	"strings"
 	"sync"
 )
-
-// Stack is a call stack captured without allocating.
-type Stack struct {
-	pcs [32]uintptr
-	n   int
-}
-
-// Callers captures the caller's stack, skipping skip frames above the
-// function that calls Callers (0: that function's caller).
-func Callers(skip int) Stack {
-	var s Stack
-	s.n = runtime.Callers(skip+2, s.pcs[:])
-	return s
-}
-
-// Empty reports whether no stack was captured.
-func (s *Stack) Empty() bool { return s.n == 0 }
-
-// String formats the stack as a panic trace does: function, then file:line.
-func (s *Stack) String() string {
-	if s.n == 0 {
-		return "\t(unknown)\n"
-	}
-	var b strings.Builder
-	frames := runtime.CallersFrames(s.pcs[:s.n])
-	for {
-		f, more := frames.Next()
-		fmt.Fprintf(&b, "\t%s\n\t\t%s:%d\n", f.Function, f.File, f.Line)
-		if !more {
-			break
-		}
-	}
-	return b.String()
-}
-
-// Kinds of misuse a checked build reports.
-const (
-	DoubleFree   = "double free"
-	ForeignFree  = "free of memory this allocator did not hand out"
-	MovedFree    = "free of a re-sliced buffer whose start moved"
-	UseAfterFree = "write after free"
-	Overflow     = "write past the end of an allocation"
-	StaleHandle  = "stale handle"
-)
-
-// Misuse is the panic value of a checked build: what went wrong, where, and
-// the stacks that explain it.
-type Misuse struct {
-	Allocator string  // "bytepool"
-	Op        string  // "Put"
-	Kind      string  // one of the kinds above
-	Addr      uintptr // start of the memory concerned
-	Size      int     // its size as allocated, when known
-	Detail    string  // more about it: the offset of a bad byte, ...
-	Alloc     Stack   // where the memory was allocated, if known
-	Free      Stack   // where it was first freed, if it was
-}
-
-// Error formats the report: a first line like the release build's panics,
-// then the stacks.
-func (m *Misuse) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "memkit/%s: %s: %s at %#x", m.Allocator, m.Op, m.Kind, m.Addr)
-	if m.Size > 0 {
-		fmt.Fprintf(&b, " (%d bytes)", m.Size)
-	}
-	if m.Detail != "" {
-		b.WriteString(": " + m.Detail)
-	}
-	b.WriteString("\n")
-	if !m.Alloc.Empty() {
-		b.WriteString("allocated at:\n" + m.Alloc.String())
-	}
-	if !m.Free.Empty() {
-		b.WriteString("first freed at:\n" + m.Free.String())
-	}
-	return b.String()
-}
 
 // Record is one allocation a Tracker knows of.
 type Record struct {
@@ -169,6 +80,43 @@ func (t *Tracker) Free(op string, addr uintptr, skip int) *Record {
 	return r
 }
 
+// FreeRange records the free of [p, e), which lies inside the live record
+// at addr, by op: the record is split into what stays live on either side
+// (each keeping the allocation stack) and a freed record for [p, e) with
+// the stack of the free, which it returns. It panics if no record is live
+// at addr or [p, e) is not inside it: the caller checks that first.
+func (t *Tracker) FreeRange(op string, addr, p, e uintptr, skip int) *Record {
+	t.mu.Lock()
+	r, ok := t.live[addr]
+	if !ok || p < addr || e > addr+uintptr(r.Size) || e <= p {
+		t.mu.Unlock()
+		panic("checked: FreeRange outside a live record")
+	}
+	delete(t.live, addr)
+	end := addr + uintptr(r.Size)
+	if p > addr {
+		t.live[addr] = &Record{Addr: addr, Size: int(p - addr), Alloc: r.Alloc}
+	}
+	if e < end {
+		t.live[e] = &Record{Addr: e, Size: int(end - e), Alloc: r.Alloc}
+	}
+	f := &Record{Addr: p, Size: int(e - p), Alloc: r.Alloc, Free: Callers(skip + 1)}
+	t.retire(f)
+	t.mu.Unlock()
+	return f
+}
+
+// Retire adds a block that was never live in the tracker (scratch memory
+// handed out without bookkeeping, such as extent's Borrow) to the freed
+// records, with its allocation stack and the stack of the call that ends
+// it, so that a later write to it is reported with both.
+func (t *Tracker) Retire(addr uintptr, size int, alloc Stack, skip int) {
+	r := &Record{Addr: addr, Size: size, Alloc: alloc, Free: Callers(skip + 1)}
+	t.mu.Lock()
+	t.retire(r)
+	t.mu.Unlock()
+}
+
 // retire adds r to the freed records, forgetting the oldest past keepFreed
 // in O(1). t.mu must be held.
 func (t *Tracker) retire(r *Record) {
@@ -228,32 +176,44 @@ func (t *Tracker) Live() []Record {
 	return out
 }
 
-// Poison and guard patterns. Freed memory is filled with PoisonByte and
-// checked when handed out again; the slack after an allocation, between its
-// length and the end of the memory that holds it (its class size), is
-// filled with GuardByte and checked on free.
-const (
-	PoisonByte = 0xdb
-	GuardByte  = 0xfd
-)
-
-// Fill sets every byte of b to v.
-func Fill(b []byte, v byte) {
-	if len(b) == 0 {
-		return
-	}
-	b[0] = v
-	for n := 1; n < len(b); n *= 2 {
-		copy(b[n:], b[:n])
-	}
+// FreedContaining returns the most recently freed record whose bytes
+// [Addr, Addr+Size) hold p, or nil. It costs O(freed records): it is meant
+// for the way to a panic.
+func (t *Tracker) FreedContaining(p uintptr) *Record {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var found *Record
+	t.recentFrees(func(r *Record) bool {
+		if r.Addr <= p && p < r.Addr+uintptr(r.Size) {
+			found = r
+			return false
+		}
+		return true
+	})
+	return found
 }
 
-// FirstNot returns the index of the first byte of b that is not v, or -1.
-func FirstNot(b []byte, v byte) int {
-	for i, c := range b {
-		if c != v {
-			return i
+// LiveContaining returns the live record whose bytes [Addr, Addr+Size)
+// hold p, or nil. It costs O(live records): it is meant for the way to a
+// panic.
+func (t *Tracker) LiveContaining(p uintptr) *Record {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.live {
+		if r.Addr <= p && p < r.Addr+uintptr(r.Size) {
+			return r
 		}
 	}
-	return -1
+	return nil
+}
+
+// Reset forgets every live and freed record: for an allocator that gives
+// all its memory back at once (Close), after which nothing it handed out
+// is live and the addresses may be reused by anyone.
+func (t *Tracker) Reset() {
+	t.mu.Lock()
+	clear(t.live)
+	clear(t.freed)
+	t.order = t.order[:0]
+	t.mu.Unlock()
 }

@@ -1,10 +1,45 @@
 package checked
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
 )
+
+// Stack is a call stack captured without allocating.
+type Stack struct {
+	pcs [32]uintptr
+	n   int
+}
+
+// Callers captures the caller's stack, skipping skip frames above the
+// function that calls Callers (0: that function's caller).
+func Callers(skip int) Stack {
+	var s Stack
+	s.n = runtime.Callers(skip+2, s.pcs[:])
+	return s
+}
+
+// Empty reports whether no stack was captured.
+func (s *Stack) Empty() bool { return s.n == 0 }
+
+// String formats the stack as a panic trace does: function, then file:line.
+func (s *Stack) String() string {
+	if s.n == 0 {
+		return "\t(unknown)\n"
+	}
+	var b strings.Builder
+	frames := runtime.CallersFrames(s.pcs[:s.n])
+	for {
+		f, more := frames.Next()
+		fmt.Fprintf(&b, "\t%s\n\t\t%s:%d\n", f.Function, f.File, f.Line)
+		if !more {
+			break
+		}
+	}
+	return b.String()
+}
 
 // SkipWithin returns how many frames, counting from its caller up, run
 // functions of the package whose import path is pkg

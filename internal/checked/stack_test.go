@@ -25,3 +25,26 @@ func TestSkipWithin_StartsAtTheCaller(t *testing.T) {
 		t.Fatal("within")
 	}
 }
+
+func captureHere() Stack { return Callers(0) }
+
+// captureTrimmed captures, as an allocator does, a stack that starts at the
+// first frame outside this package.
+func captureTrimmed() Stack {
+	return Callers(SkipWithin("github.com/memkit/memkit/internal/checked"))
+}
+
+func TestCallers_SkipWithin(t *testing.T) {
+	s := captureHere()
+	if !strings.HasPrefix(s.String(), "\tgithub.com/memkit/memkit/internal/checked.captureHere\n") {
+		t.Fatalf("stack:\n%s", s.String())
+	}
+	// This test is in package checked too: the trimmed stack starts at its
+	// caller, the testing package.
+	if got := func() Stack { return captureTrimmed() }(); !strings.HasPrefix(got.String(), "\ttesting.tRunner\n") {
+		t.Fatalf("trimmed:\n%s", got.String())
+	}
+	if SkipWithin("github.com/memkit/memkit/internal/check") != 0 {
+		t.Fatal("a prefix of the path counted frames")
+	}
+}
