@@ -806,9 +806,11 @@ func (sh *Shared) AddRefN(buf []byte, n int) {
 // nil otherwise.
 func (sh *Shared) unchained(buf []byte) *chunk {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	s := sh.slabAt(p)
+	s := sh.table.Load().first(p) // slabAt, inlined for its usual case
 	if s == nil {
-		return nil
+		if s = sh.slabAt(p); s == nil {
+			return nil
+		}
 	}
 	off := uint32(p - s.base)
 	i := s.chunkIndex(off)
