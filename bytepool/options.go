@@ -17,8 +17,8 @@ const (
 	// class, with a reserve behind it that no GC cycle empties. It keeps
 	// what the recent peak of demand needed and gives the rest back to the
 	// GC once a whole [RetentionPeriod] passed without a Get needing it:
-	// memory kept after a burst goes back within two periods (see the
-	// package documentation, "Retention").
+	// memory kept after a burst goes back within two periods (see
+	// [RetentionPeriod]).
 	Elastic Policy = iota
 	// Bounded reserves one region of Budget bytes up front and carves every
 	// buffer out of it, so the pool holds no per-buffer GC objects and never
