@@ -386,6 +386,29 @@ func TestPool_ReadStatsCountsStorage(t *testing.T) {
 	}
 }
 
+// Storage a GetSize took is kept by the idle header as a first write's is,
+// and counted the same way: given back on every Free, taken on every reuse
+// (the header asks whether its storage is in the count's sample when
+// GetSize takes it, not at each Free).
+func TestPool_IdleHeaderKeepsGetSizeStorage(t *testing.T) {
+	if checked.Enabled {
+		t.Skip("the checked build never reuses a header")
+	}
+	p := mustPool(t, buffer.WithDefaultSize(1000))
+	for i := range 100 {
+		b := p.GetSize(1000)
+		b.WriteByte(byte(i))
+		if st := readStats(p); st.LiveObjects != 1 || st.Allocs != st.Frees+1 {
+			t.Fatalf("GetSize %d, before its Free: %+v", i, st)
+		}
+		b.Free()
+	}
+	st := readStats(p)
+	if st.LiveObjects != 0 || st.Allocs != st.Frees || st.Allocs < 100 {
+		t.Fatalf("after 100 GetSize+Free: %+v", st)
+	}
+}
+
 func TestPool_IdleHeaderKeepsItsStorage(t *testing.T) {
 	if checked.Enabled {
 		t.Skip("the checked build never reuses a header")
