@@ -316,14 +316,19 @@ func (p *FixedPool) takeAny(k uintptr) *Buffer {
 	return nil
 }
 
-// closeFast is the release build's Close of a reserved buffer (b.index >= 0,
-// which the caller checks) that did not expand, inlined into Close and Free: it reports whether it closed b.
+// closeFast is the release build's Close of a reserved buffer that did not
+// expand, inlined into Close and Free: it reports whether it closed b.
 // When it reports false it changed nothing, and close decides (a miss,
 // expanded storage, a stale or second Close, or a compare-and-swap lost to
 // a neighbour).
 func (p *FixedPool) closeFast(b *Buffer) bool {
-	e := &p.entries[b.index]
-	if b.owned || &e.hdr[(e.flip^1)&1] != b {
+	// One unsigned test for both a miss (index -1) and the bounds check.
+	i := uint(b.index)
+	if i >= uint(len(p.entries)) || b.owned {
+		return false
+	}
+	e := &p.entries[i]
+	if &e.hdr[(e.flip^1)&1] != b {
 		return false
 	}
 	w := e.w.Load()

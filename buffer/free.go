@@ -18,7 +18,7 @@ func (b *Buffer) Free() {
 		b.checkFree("Free")
 	}
 	if b.fp != nil {
-		if !checked.Enabled && b.index >= 0 && b.fp.closeFast(b) {
+		if !checked.Enabled && b.fp.closeFast(b) {
 			return
 		}
 		if b.fp.close(b, "Free") != nil {
@@ -62,7 +62,7 @@ func (b *Buffer) Close() error {
 		b.checkFree("Close")
 	}
 	if b.fp != nil {
-		if !checked.Enabled && b.index >= 0 && b.fp.closeFast(b) {
+		if !checked.Enabled && b.fp.closeFast(b) {
 			return nil
 		}
 		return b.fp.close(b, "Close")
