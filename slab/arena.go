@@ -92,9 +92,12 @@ type Arena struct {
 	// The mask of the slab number in a Loc's slab field: srefMask for an
 	// Arena, the bits below the shard for a shard.
 	numMask uint32
-	// For a shard: where to publish the base of last (0 for none), so that
-	// a Shared's DecRef can guess the shard of a buffer without a lock.
-	lastBase *atomic.Uintptr
+	// For a shard: called with every slab the arena takes, and its class,
+	// under the shard's lock.
+	onGrow func(s *slab, c int)
+	// For a shard of a Shared whose holders change counts without the
+	// lock: the changes under it are atomic too.
+	atomicRefs bool
 
 	// The budget and alert of WithBudget and WithBudgetAlert, charged when
 	// a slab is taken or released; nil for none.
@@ -119,6 +122,10 @@ type class struct {
 	// The owner's exact counts of Alloc and DecRef, plain: the hot paths
 	// bump them without an atomic instruction.
 	allocs, frees uint64
+	// For a shard of a Shared: of them, the chunks carved for the class's
+	// idle set (see Shared.refill) and reclaimed from it, and the frees
+	// into the set of the chunks reclaimed (see Arena.reclaim).
+	carved, drained, setFrees uint64
 
 	// What ReadStats reads, from any goroutine: allocs and frees as the
 	// owner last published them (see publish), and the slow-path counts.
@@ -337,7 +344,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 			if s == nil {
 				a.failures.Add(1)
 				a.allocErr = err
-				if err == errOverlap && a.lastBase == nil {
+				if err == errOverlap && a.onGrow == nil {
 					panic(msgOverlap) // a shard's Shared panics once unlocked
 				}
 				return nil, err
@@ -347,6 +354,13 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	if checked.Enabled {
 		a.checkAlloc(s, n)
 	}
+	i := a.takeFrom(cl, s, n)
+	return unsafe.Slice((*byte)(s.chunkPtr(i)), n), nil
+}
+
+// takeFrom gives a chunk of s, the first slab of class cl's list, off its
+// free list or fresh, to a request of n bytes, and returns its index.
+func (a *Arena) takeFrom(cl *class, s *slab, n int) int32 {
 	i := s.freeHead
 	var ch *chunk
 	fresh := i < 0
@@ -365,7 +379,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 	if fresh {
 		cl.publish() // once per chunk of a slab taken: rare enough
 	}
-	return unsafe.Slice((*byte)(s.chunkPtr(i)), n), nil
+	return i
 }
 
 // take gives chunk ch of s, off its free list or fresh, to a request of n
@@ -373,7 +387,7 @@ func (a *Arena) alloc(n int) ([]byte, error) {
 // unlist. It leaves the unlisting to the caller so that it stays small
 // enough to inline into Alloc's hot path.
 func (cl *class) take(s *slab, ch *chunk, n int) (full bool) {
-	ch.refs = 1
+	ch.setRefs(1)
 	ch.size = uint32(n)
 	if s.used == 0 {
 		cl.idle--

@@ -1,6 +1,8 @@
 package slab_test
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/memkit/memkit/bytepool"
@@ -179,4 +181,70 @@ func BenchmarkShared_AllocDecRefParallel(b *testing.B) {
 			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPoolParallel(b, n) })
 		})
 	}
+}
+
+// BenchmarkShared_AddRefDecRef is a second holder's AddRef and DecRef of a
+// live chunk, beside an atomic counter's Add and Add(-1).
+func BenchmarkShared_AddRefDecRef(b *testing.B) {
+	b.Run("impl=memkit-shared", func(b *testing.B) {
+		sh, err := slab.NewShared(64, 1<<20, 2, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := sh.Alloc(4096)
+		b.ReportAllocs()
+		for b.Loop() {
+			sh.AddRef(buf)
+			sh.DecRef(buf)
+		}
+	})
+	b.Run("impl=atomic", func(b *testing.B) {
+		var refs atomic.Int32
+		b.ReportAllocs()
+		for b.Loop() {
+			refs.Add(1)
+			refs.Add(-1)
+		}
+	})
+}
+
+// BenchmarkShared_FanOut is one frame handed to 50 subscribers: an Alloc,
+// AddRefN for the subscribers, their 50 DecRefs and the publisher's; beside
+// a sync.Pool buffer with an atomic counter, the same steps.
+func BenchmarkShared_FanOut(b *testing.B) {
+	const subscribers, n = 50, 4096
+	b.Run("impl=memkit-shared", func(b *testing.B) {
+		sh, err := slab.NewShared(64, 1<<20, 2, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			frame := sh.Alloc(n)
+			frame[0] = 1
+			sh.AddRefN(frame, subscribers)
+			for range subscribers {
+				sh.DecRef(frame)
+			}
+			sh.DecRef(frame)
+		}
+	})
+	b.Run("impl=syncpool-atomic", func(b *testing.B) {
+		type frame struct {
+			buf  []byte
+			refs atomic.Int32
+		}
+		sp := sync.Pool{New: func() any { return &frame{buf: make([]byte, n)} }}
+		b.ReportAllocs()
+		for b.Loop() {
+			f := sp.Get().(*frame)
+			f.buf[0] = 1
+			f.refs.Store(1 + subscribers)
+			for range subscribers + 1 {
+				if f.refs.Add(-1) == 0 {
+					sp.Put(f)
+				}
+			}
+		}
+	})
 }

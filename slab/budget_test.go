@@ -173,6 +173,7 @@ func TestShared_BudgetIsSharedByTheShards(t *testing.T) {
 		sh.DecRef(c)
 	}
 	sh.FlushQuarantine()
+	giveBackIdle(t, sh)
 	if s := sharedStats(sh); s.ReservedBytes != 0 || al.downs != 1 {
 		t.Fatalf("after freeing all: %v, alert %+v", &s, al)
 	}

@@ -285,7 +285,7 @@ func (a *Arena) unlink(next Loc) (*slab, int32) {
 	i := int32(next.chunk())
 	s.links[i].preds--
 	ch := &s.chunks[i]
-	if ch.refs--; ch.refs > 0 {
+	if a.addRefs(ch, -1) > 0 { // read once, as in decRef
 		return nil, 0
 	}
 	return s, i
@@ -306,6 +306,7 @@ func (a *Arena) chainRef(nl Loc) {
 	a.addRef(&s.chunks[i], msgAddRefFree)
 	if s.links == nil {
 		s.links = make([]link, len(s.chunks))
+		s.chained.Store(true)
 	}
 	s.links[i].preds++
 }
@@ -341,6 +342,7 @@ func (a *Arena) swapNext(buf []byte, nl Loc, off, n uint32) Loc {
 			return Loc{}
 		}
 		s.links = make([]link, len(s.chunks))
+		s.chained.Store(true)
 	}
 	old := s.links[i].next
 	s.links[i] = link{next: nl, off: off, n: n, preds: s.links[i].preds}

@@ -33,6 +33,7 @@ const (
 	msgStale       = "memkit/slab: stale handle"
 	msgDecRefFree  = "memkit/slab: DecRef of a free chunk"
 	msgAddRefFree  = "memkit/slab: AddRef of a free chunk"
+	msgAddRefNFree = "memkit/slab: AddRefN of a free chunk"
 	msgFreeChunk   = "memkit/slab: use of a free chunk"
 	msgForeign     = "memkit/slab: buffer not allocated by this arena"
 	msgRefOverflow = "memkit/slab: reference count overflow"

@@ -224,3 +224,33 @@ func ExampleChainWriter() {
 	// a payload larger than one chunk
 	// chunks written 8 live 0
 }
+
+// A frame published to several subscribers at once: AddRefN gives each
+// subscriber its own reference in one call, each drops it when done, on its
+// own goroutine, and the last DecRef frees the chunk.
+func ExampleShared_AddRefN() {
+	sh, err := slab.NewShared(64, 64<<10, 2, nil)
+	if err != nil {
+		panic(err)
+	}
+	frame := sh.Alloc(512)
+	n := copy(frame, "frame 1")
+	const subscribers = 3
+	sh.AddRefN(frame, subscribers) // beside the publisher's own reference
+	done := make(chan string, subscribers)
+	for range subscribers {
+		go func() {
+			done <- string(frame[:n])
+			sh.DecRef(frame)
+		}()
+	}
+	for range subscribers {
+		fmt.Println(<-done)
+	}
+	fmt.Println("publisher's DecRef was the last:", sh.DecRef(frame))
+	// Output:
+	// frame 1
+	// frame 1
+	// frame 1
+	// publisher's DecRef was the last: true
+}

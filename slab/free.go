@@ -1,6 +1,7 @@
 package slab
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
 
@@ -19,14 +20,42 @@ func (a *Arena) AddRef(buf []byte) {
 	a.addRef(&s.chunks[i], msgAddRefFree)
 }
 
-func (a *Arena) addRef(ch *chunk, msg string) {
+func (a *Arena) addRef(ch *chunk, msg string) { a.addRefN(ch, 1, msg) }
+
+// addRefN adds n > 0 references to ch, and panics with msg if it is free
+// and with "memkit/slab: reference count overflow" past math.MaxInt32.
+func (a *Arena) addRefN(ch *chunk, n int32, msg string) {
 	if ch.refs <= 0 {
 		panic(msg)
 	}
-	if ch.refs == math.MaxInt32 {
+	if ch.refs > math.MaxInt32-n {
 		panic(msgRefOverflow)
 	}
-	ch.refs++
+	a.addRefs(ch, n)
+}
+
+// AddRefN adds n references to the chunk of buf at once: [Arena.AddRef] n
+// times, for a buffer handed to n more holders (one per subscriber of a
+// fan-out), each of which DecRefs it once. It panics with "memkit/slab:
+// AddRefN count 0 must be at least 1" (with the n given) if n < 1, with
+// "memkit/slab: AddRefN of a free chunk" if the chunk is free, with
+// "memkit/slab: reference count overflow" if the count would pass
+// math.MaxInt32, and like AddRef for a buffer the arena does not own; it
+// changes nothing then.
+func (a *Arena) AddRefN(buf []byte, n int) {
+	mustCount(n)
+	s, i := a.mustChunkOf(buf)
+	if checked.Enabled && s.chunks[i].refs <= 0 {
+		a.misuse("AddRefN", checked.StaleHandle, s, i, "a buffer of a freed chunk")
+	}
+	a.addRefN(&s.chunks[i], int32(min(n, math.MaxInt32)), msgAddRefNFree)
+}
+
+// mustCount panics unless n, AddRefN's count, is at least 1.
+func mustCount(n int) {
+	if n < 1 {
+		panic(fmt.Sprintf("memkit/slab: AddRefN count %d must be at least 1", n))
+	}
 }
 
 // DecRef drops a reference to the chunk of buf and reports whether it was
@@ -60,7 +89,7 @@ func (a *Arena) DecRef(buf []byte) bool {
 	if ch.refs != 1 || s.links != nil {
 		return a.decRefSlow(buf)
 	}
-	ch.refs = 0
+	ch.setRefs(0)
 	ch.gen++
 	s.cl.freed()
 	if a.pushFree(s, ch, int32(i)) {
@@ -77,11 +106,11 @@ func (a *Arena) decRefSlow(buf []byte) bool {
 		panic(a.foreignDecRef(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))))
 	}
 	ch := s.chunkAt(i)
-	if ch.refs != 1 || s.links != nil || checked.Enabled {
-		return a.decRef(s, i)
+	if ch.refs != 1 || s.links != nil || s.idle != nil || checked.Enabled {
+		return a.decRef(s, i) // a Shared's chunk goes back to its idle set there
 	}
 	// The last reference to an unchained chunk, as on the hot path.
-	ch.refs = 0
+	ch.setRefs(0)
 	ch.gen++
 	s.cl.freed()
 	if a.pushFree(s, ch, i) {
@@ -117,11 +146,13 @@ func (a *Arena) decRef(s *slab, i int32) bool {
 		}
 		panic(msgDecRefChained)
 	}
-	ch.refs--
-	if checked.Enabled && s.links != nil && ch.refs > 0 && ch.refs == s.links[i].preds {
+	// The count read once: once it is down to one, a Shared's other
+	// holder may free the chunk without the lock.
+	refs := a.addRefs(ch, -1)
+	if checked.Enabled && s.links != nil && refs > 0 && refs == s.links[i].preds {
 		a.noteLastDecRef(s, i)
 	}
-	if ch.refs > 0 {
+	if refs > 0 {
 		return false
 	}
 	a.freeChunk(s, i)
@@ -142,6 +173,9 @@ func (a *Arena) freeChunk(s *slab, i int32) {
 func (a *Arena) putChunk(s *slab, i int32) {
 	ch := &s.chunks[i]
 	ch.gen++
+	if s.idle != nil && s.toIdle(i) {
+		return // a Shared's chunk, idle in its class's set again
+	}
 	s.cl.frees++
 	s.cl.publish() // a chunk freed off the hot paths: publish exactly
 	if checked.Enabled {

@@ -30,6 +30,7 @@ type arenaAPI interface {
 	ClassSize(n int) int
 	Owns(buf []byte) bool
 	AddRef(buf []byte)
+	AddRefN(buf []byte, n int)
 	DecRef(buf []byte) bool
 	SetNext(buf, next []byte)
 	GetNext(buf []byte) []byte
@@ -169,14 +170,28 @@ func (m *arenaModel) run(ops *memtest.Ops, slabSize int) error {
 			m.live = append(m.live, c)
 			m.sizes[c] = m.a.ClassSize(n)
 			m.allocs++
-		case 2: // AddRef, by buffer or Loc
+		case 2: // AddRef, by buffer or Loc, or AddRefN (of a count below 1: refused)
 			if c := m.pick(ops, true); c != nil {
-				if op&0x10 != 0 {
+				switch {
+				case op&0x30 == 0x30:
+					n := int(ops.Byte()%5) - 1
+					if n < 1 {
+						want := fmt.Sprintf("memkit/slab: AddRefN count %d must be at least 1", n)
+						if got := panicValue(func() { m.a.AddRefN(c.buf, n) }); got != want {
+							return fmt.Errorf("AddRefN(%d): panic %q; want %q", n, got, want)
+						}
+						n = 0
+					} else {
+						m.a.AddRefN(c.buf, n)
+					}
+					c.refs += n
+				case op&0x10 != 0:
 					m.a.LocAddRef(c.loc)
-				} else {
+					c.refs++
+				default:
 					m.a.AddRef(c.buf)
+					c.refs++
 				}
-				c.refs++
 			}
 		case 3, 4: // DecRef, by buffer or Loc
 			if c := m.pick(ops, true); c != nil {
@@ -347,6 +362,7 @@ func (m *arenaModel) mistake(ops *memtest.Ops, kind byte) error {
 			msg, kind string
 		}{
 			{func() { m.a.AddRef(f) }, panicAddRefFree, checked.StaleHandle},
+			{func() { m.a.AddRefN(f, 2) }, panicAddRefNFree, checked.StaleHandle},
 			{func() { m.a.SetNext(f, nil) }, panicFreeChunk, checked.StaleHandle},
 			{func() { m.a.GetNext(f) }, panicFreeChunk, checked.StaleHandle},
 		}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
+	"github.com/memkit/memkit/slab"
 )
 
 // wantMisuse is memtest.WantMisuse for this package's allocator.
@@ -30,4 +32,18 @@ func skipIfChecked(t *testing.T, why string) {
 	if checked.Enabled {
 		t.Skip("checked build: " + why)
 	}
+}
+
+// giveBackIdle returns the chunks a Shared's idle sets hold to their slabs,
+// as GCs do (see Shared.GiveBackIdle), and skips the rest of the test under
+// the race detector, where the sets keep them.
+func giveBackIdle(t *testing.T, sh *slab.Shared) {
+	t.Helper()
+	if sh.GiveBackIdle() {
+		return
+	}
+	if race.Enabled {
+		t.Skip("under the race detector a Shared's idle sets keep their chunks")
+	}
+	t.Fatalf("the idle sets still hold %d chunks after 100 GCs", sh.IdleHeld())
 }

@@ -19,6 +19,8 @@ const (
 	panicForeign     = "memkit/slab: buffer not allocated by this arena"
 	panicStale       = "memkit/slab: stale handle"
 	panicAddRefFree  = "memkit/slab: AddRef of a free chunk"
+	panicAddRefNFree = "memkit/slab: AddRefN of a free chunk"
+	panicAddRefN0    = "memkit/slab: AddRefN count 0 must be at least 1"
 	panicFreeChunk   = "memkit/slab: use of a free chunk"
 	panicChainedOnly = "memkit/slab: DecRef of a chunk whose only references are its chain links (DecRef twice?)"
 )
@@ -185,6 +187,37 @@ var mistakes = []memtest.Mistake{
 			b := a.Alloc(100)
 			a.DecRef(b)
 			return func() { a.AddRef(b) }, intact
+		},
+	},
+	{
+		Name: "AddRefN of a freed chunk, in a `Shared`", Release: "panic `" + panicAddRefNFree + "`", Checked: "StaleHandle",
+		Panic: panicAddRefNFree, Op: "AddRefN", Kind: checked.StaleHandle,
+		Setup: func(t testing.TB) (func(), func() error) {
+			sh := mustShared(t, 64, 4096)
+			intact := bystanders(sh.Alloc, 6)
+			b := sh.Alloc(100)
+			sh.DecRef(b)
+			return func() { sh.AddRefN(b, 3) }, func() error {
+				if c, d := sh.Alloc(100), sh.Alloc(100); &c[0] == &d[0] {
+					return fmt.Errorf("the refused AddRefN left the freed chunk handed out twice")
+				}
+				return intact()
+			}
+		},
+	},
+	{
+		Name: "AddRefN with a count below 1", Release: "panic `" + panicAddRefN0 + "`", Checked: "as release",
+		Panic: panicAddRefN0,
+		Setup: func(t testing.TB) (func(), func() error) {
+			sh := mustShared(t, 64, 4096)
+			intact := bystanders(sh.Alloc, 6)
+			b := sh.Alloc(100)
+			return func() { sh.AddRefN(b, 0) }, func() error {
+				if !sh.DecRef(b) {
+					return fmt.Errorf("the refused AddRefN changed the count")
+				}
+				return intact()
+			}
 		},
 	},
 	{

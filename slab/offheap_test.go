@@ -64,6 +64,9 @@ func TestWithOffHeap_SlabsAreMappedAndUnmapped(t *testing.T) {
 			t.Fatalf("shared %v: the chunk does not read back or free", shared)
 		}
 		a.FlushQuarantine()
+		if sh, ok := a.(*slab.Shared); ok {
+			giveBackIdle(t, sh)
+		}
 		offheap.ReadStats(&after)
 		if after.ReservedBytes != before.ReservedBytes {
 			t.Fatalf("shared %v: %d bytes mapped after the release; want %d", shared, after.ReservedBytes, before.ReservedBytes)

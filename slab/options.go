@@ -156,7 +156,8 @@ func offHeapFree(b []byte) {
 // The slabs of a [Shared] count against one budget, shared by its shards:
 // when the calling goroutine's shard needs a slab the budget refuses,
 // Alloc and TryAlloc take a free chunk of another shard before they give
-// up.
+// up; chunks idle in another class's set (see [Shared]) come back to their
+// slabs, and so count as free, only after GCs.
 func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 
 // WithBudgetAlert calls fn with the bytes the arena holds (its slabs, as
@@ -165,7 +166,8 @@ func WithBudget(n int64) Option { return func(c *config) { c.SetLimit(n) } }
 // for load shedding, before [WithBudget]'s limit refuses memory. It is
 // evaluated only when the arena takes a slab or releases one, never on
 // Alloc or DecRef of a chunk in a slab it holds, so it costs the hot path
-// nothing. fn runs on the goroutine that took or released the slab, and
+// nothing. fn runs on the goroutine that took or released the slab (for a
+// [Shared], possibly the runtime's cleanup goroutine, after a GC), and
 // must be quick. In an [Arena] it runs inside that Alloc or DecRef: it may
 // read the arena's ReadStats, and must not call its other methods. In a
 // [Shared] it runs once the method that crossed the threshold has unlocked

@@ -2,59 +2,121 @@ package slab
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/race"
 	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/stats"
 )
 
 // Shared is an [Arena] that many goroutines use at once: the same methods,
-// spread over shards so that it scales with cores instead of serializing
-// on the one mutex users wrap go-slab in.
+// with Alloc and DecRef that take no lock and no locked instruction once
+// warm, so that it scales with cores instead of serializing on the one
+// mutex users wrap go-slab in.
 //
 // A Shared is safe for concurrent use by multiple goroutines; a buffer
 // allocated on one goroutine may be AddRef'd, DecRef'd and chained on any
 // other. The zero value is not usable: a Shared must be created with
 // [NewShared]. It must not be copied after first use.
 //
-// Each shard is an Arena behind its own spinlock (memkit's internal/shard).
-// Alloc takes the shard its goroutine hashes to (by an address on its
-// stack, so goroutines spread and each keeps hitting its own cache-warm
-// shard), or the next free one if that is busy; each method on an existing
-// buffer finds its shard in a copy-on-write table of slabs (one atomic load
-// and a binary search over the slabs) and locks that shard. So every
-// method costs what the Arena's does plus one uncontended lock and unlock
-// (two atomic instructions) and, but for Alloc, the table search, which
-// DecRef skips when the buffer lies in the slab of the last DecRef of the
-// caller's shard. An Alloc+DecRef pair takes two locks, which is most of
-// its cost: about twice a sync.Pool Get+Put, which takes none (see
-// BenchmarkShared_Floor). None allocates once warm. Chains may link chunks of different shards;
-// dropping a chain releases each shard in turn, never holding two locks.
+// Chunks are carved from slabs by shards, each an Arena behind its own
+// spinlock (memkit's internal/shard). Once handed out, a chunk belongs to
+// its class's idle set (internal/shard's Idle): a chunk free again waits
+// there, as a ticket in a sync.Pool, for the next Alloc of its class. So a
+// warm Alloc is a sync.Pool Get and a few plain stores, and a DecRef of a
+// chunk's last reference finds the chunk's slab in a copy-on-write hash
+// table (an atomic load, a plain one on amd64, a shift, a mask and a
+// compare), checks its count and puts its ticket back: on amd64 neither
+// takes a locked instruction (but the idle set's count of a chunk's Gets,
+// one atomic add for each of its first 64 and then once in 64), where a
+// sync.Pool Get+Put takes none either. Together they cost about 1.6 times
+// a sync.Pool Get+Put of a buffer on one goroutine, and 1.4 to 1.9 times
+// on every P at once (see BenchmarkShared_AllocDecRef). An Alloc whose
+// class has no idle chunk takes a shard's lock and carves up to 16 chunks
+// at once. None allocates once warm (a chunk's first use makes its
+// ticket).
 //
-// [Shared.ReadStats] is exact: it takes each shard's lock in turn.
+// A second holder's [Shared.AddRef] and DecRef, and [Shared.AddRefN], which
+// hands a buffer to n more holders at once, take one atomic add each and
+// no lock, on chunks of slabs that no chain touches. The other methods,
+// and any call on a chunk of a slab one of whose chunks was chained, take
+// the lock of the chunk's shard, as an Arena behind a mutex would: one
+// uncontended spinlock each, two locked instructions. Chains may link
+// chunks of different shards; dropping a chain releases each shard in
+// turn, never holding two locks.
 //
-// Memory behaves as in an Arena, per shard: each shard keeps its own slabs,
-// so up to one partly used slab per class per shard, plus the idle slabs
-// [WithIdleSlabs] allows per shard, is the overhead over the bytes in use.
-// Memory is not zeroed.
+// A DecRef of a chunk already free panics, as an Arena's does, when it
+// comes after the first: the count it reads is zero. Two DecRefs of a
+// chunk's last reference made at the same instant by two goroutines (a
+// double free racing itself) may both pass, in the few instructions
+// between one's load of the count and its store, and the chunk is then
+// handed out twice; the race detector may report them, and the checked
+// build (-tags memkitdebug), where every DecRef takes the lock, catches
+// them.
+//
+// [Shared.ReadStats] may be called from any goroutine. Grows, Releases,
+// ReservedBytes, Failures and BadFrees are exact; so is LiveObjects once
+// the goroutines that Alloc and DecRef pause, and so are Allocs and Frees,
+// which the lock-free paths count per chunk with plain stores and
+// ReadStats sums (O(chunks)): while goroutines work the sums may be low by
+// the frees in flight, never high, and never less than a previous
+// ReadStats reported. InUseBytes never exceeds ReservedBytes and no
+// figure is negative.
+//
+// Memory behaves as in an Arena, per shard, except for the idle sets: a
+// chunk freed on the lock-free path stays its class's until a GC finds it
+// idle. A sync.Pool drops what it held across two GCs, and after each GC
+// the Shared gives the chunks whose tickets were dropped back to their
+// slabs, so a chunk idle since a GC is back in its slab by the end of the
+// third GC after its free, and a slab all of whose chunks are back is
+// released as an Arena's is (see [WithIdleSlabs]). Until then a class's
+// idle chunks serve only that class: under [WithBudget], an Alloc of
+// another class may fail with [ErrBudget] while slabs of idle chunks wait
+// for the GC. Under the race detector the idle sets keep their chunks on a
+// locked stack instead of a sync.Pool, and never give them back. Besides
+// the Arena's bookkeeping a chunk costs 32 bytes of record and, once used,
+// a 16-byte ticket and its cleanup record on the Go heap. Memory is not
+// zeroed.
+//
+// The functions of [WithFree], [WithBudgetAlert] and NewShared's malloc may
+// run on any goroutine that uses the arena, and those of WithFree and
+// WithBudgetAlert also on the runtime's cleanup goroutine after a GC.
 type Shared struct {
 	shards   []arenaShard
 	mask     uintptr
-	sizes    []int // class sizes, immutable
+	sizes    []int    // class sizes, immutable
+	tab      []uint16 // the shards' class table, shared and immutable
+	tabMax   int
 	slabSize int
 
-	index    atomic.Pointer[[]slabOwner] // live slabs by base address
-	indexMu  sync.Mutex                  // serializes index updates
-	badFrees atomic.Uint64               // DecRefs of buffers in no shard
+	// fronts holds each class's idle set (nil in the checked build, where
+	// every call takes a shard's lock).
+	fronts []*shard.Idle
+
+	index    []slabOwner               // live slabs by base address, under indexMu
+	indexMu  sync.Mutex                // serializes index and table updates
+	table    atomic.Pointer[slabTable] // the adopted slabs by address, copy-on-write
+	badFrees atomic.Uint64             // DecRefs of buffers in no shard
 
 	statsMu sync.Mutex
 	scratch stats.Stats
+	// ReadStats's counts of the idle sets' chunks, by class: out of the
+	// sets, and frees into them; and the highest Allocs and Frees it
+	// reported, which it never reports less of.
+	outs, frees []uint64
+	seen        []stats.ClassStats
+
+	sweepMu sync.Mutex
+	keys    []uintptr // the sweep's scratch
 
 	trk *checked.Tracker // the checked build's, shared by the shards; nil otherwise
 
@@ -71,10 +133,161 @@ func (sh *Shared) deliverAlerts() {
 }
 
 // slabOwner is an entry of Shared.index: which shard holds the slab at
-// base.
+// base, and the slab once its shard made it.
 type slabOwner struct {
 	base  uintptr
 	shard uint32
+	s     *slab
+}
+
+// slabTable finds the slab that holds an address in a few instructions:
+// an open-addressing hash table of granules, aligned runs of 2^shift
+// bytes, 2^shift at most the slab size, so that at most two slabs meet in
+// a granule (and a slab spans at most three). A granule's entry is its
+// number & mask or, when that is taken, the next free one: a slab's
+// granules are consecutive numbers, so their low bits spread them. It is
+// built anew from the index whenever a slab comes or goes, and read
+// without a lock.
+type slabTable struct {
+	shift uint    // a granule's number is p >> shift
+	mask  uintptr // the number of entries, a power of two, less one
+	size  uintptr // the slab size
+	ents  []granule
+}
+
+// granule is an entry of a slabTable: a granule's number plus one (0 for
+// an empty entry) and the slabs that meet in it.
+type granule struct {
+	g    uintptr
+	a, b *slab
+}
+
+// newSlabTable returns the table of the adopted slabs of idx.
+func newSlabTable(idx []slabOwner, slabSize int) *slabTable {
+	t := &slabTable{shift: uint(bits.Len(uint(slabSize)) - 1), size: uintptr(slabSize)}
+	n := 0
+	for _, o := range idx {
+		if o.s != nil {
+			n += 3
+		}
+	}
+	b := uint(3)
+	for 1<<b < 2*n {
+		b++
+	}
+	t.mask = 1<<b - 1
+	t.ents = make([]granule, 1<<b)
+	for _, o := range idx {
+		if o.s == nil {
+			continue
+		}
+		for g := o.base >> t.shift; g <= (o.base+t.size-1)>>t.shift; g++ {
+			e := t.entry(g)
+			e.g = g + 1
+			if e.a == nil {
+				e.a = o.s
+			} else {
+				e.b = o.s
+			}
+		}
+	}
+	return t
+}
+
+// at returns entry i, i <= t.mask, without a bounds check.
+func (t *slabTable) at(i uintptr) *granule {
+	return (*granule)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.ents)), i*unsafe.Sizeof(granule{})))
+}
+
+// entry returns the entry of granule g, or the empty one where it would
+// go.
+func (t *slabTable) entry(g uintptr) *granule {
+	for i := g & t.mask; ; i = (i + 1) & t.mask {
+		if e := t.at(i); e.g == g+1 || e.g == 0 {
+			return e
+		}
+	}
+}
+
+// find returns the slab of entry e that holds address p, or nil.
+func (t *slabTable) find(e *granule, p uintptr) *slab {
+	if s := e.a; s != nil && p-s.base < t.size {
+		return s
+	}
+	if s := e.b; s != nil && p-s.base < t.size {
+		return s
+	}
+	return nil
+}
+
+// slabAt returns the adopted slab that holds address p, or nil: a shift, a
+// mask and, when the granule's entry is the first one tried, a compare or
+// two.
+func (sh *Shared) slabAt(p uintptr) *slab {
+	t := sh.table.Load()
+	if s := t.first(p); s != nil {
+		return s
+	}
+	return t.find(t.entry(p>>(t.shift&63)), p) // its other slab, another granule's entry, or none
+}
+
+// first is slabAt's first try, which inlines: the slab that holds p if it
+// is the first of the granule whose entry is the first one tried (the
+// usual case), and nil otherwise.
+func (t *slabTable) first(p uintptr) *slab {
+	g := p >> (t.shift & 63)
+	if e := t.at(g & t.mask); e.g == g+1 && p-e.a.base < t.size {
+		return e.a
+	}
+	return nil
+}
+
+// frontChunk is a chunk's record in its class's idle set: the set's slot,
+// and where the chunk is. The set's key of a chunk is the address of its
+// record, kept alive by the slab, which no release takes while the set
+// holds its chunks.
+type frontChunk struct {
+	slot shard.Slot // first: a ticket's slot is its record
+	s    *slab
+	i    int32
+	// The chunk's frees back into the set, written by the goroutine that
+	// freed it once its slot is empty; ReadStats reads it without a lock.
+	frees uint32
+}
+
+// countFree counts a free of f's chunk, whose slot the caller emptied: a
+// plain increment, atomic under the race detector, which would report
+// ReadStats's load beside it.
+func (f *frontChunk) countFree() {
+	if race.Enabled {
+		atomic.AddUint32(&f.frees, 1)
+		return
+	}
+	f.frees++
+}
+
+// frontKey returns the idle-set key of chunk i of s.
+func (s *slab) frontKey(i int32) uintptr { return uintptr(unsafe.Pointer(&s.front[i])) }
+
+// frontOf returns the record whose address is key. The key is a
+// uintptr in the idle set, so the pointer is read back from its bits: the
+// record is on the Go heap, which does not move.
+func frontOf(key uintptr) *frontChunk {
+	return (*frontChunk)(*(*unsafe.Pointer)(unsafe.Pointer(&key)))
+}
+
+// toIdle gives the ticket of chunk i of s, free now, back to the class's
+// idle set, and reports whether it had one: a chunk that a shard handed
+// out directly (a test's) goes on its slab's free list instead.
+func (s *slab) toIdle(i int32) bool {
+	f := &s.front[i]
+	t := f.slot.Take()
+	if t == nil {
+		return false
+	}
+	f.countFree()
+	s.idle.Put(t)
+	return true
 }
 
 // arenaShard is one Arena and its lock, alone on its cache lines: the
@@ -84,10 +297,7 @@ type arenaShard struct {
 	_ shard.Pad
 	shard.Lock
 	a *Arena
-	// The base of the slab of the Arena's last lookup, published with an
-	// atomic store when it changes (a slow path), for DecRef's guess.
-	lastBase atomic.Uintptr
-	_        shard.Pad
+	_ shard.Pad
 }
 
 func (s *arenaShard) lock()   { s.Lock.Lock() }
@@ -112,7 +322,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	}
 	src := cfg.source(malloc)
 	sh := &Shared{shards: make([]arenaShard, n), mask: uintptr(n - 1), slabSize: slabSize}
-	sh.index.Store(new([]slabOwner))
+	sh.table.Store(newSlabTable(nil, slabSize))
 	// The shards share one budget and, in the checked build, one tracker.
 	if cfg.HasAlert() {
 		threshold, fn := cfg.Alert()
@@ -150,7 +360,8 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 			return nil, err
 		}
 		a.tag, a.numMask = id<<shardShift, 1<<shardShift-1
-		a.lastBase = &sh.shards[k].lastBase
+		a.onGrow = func(s *slab, c int) { sh.adopt(s, c, id) }
+		a.atomicRefs = !checked.Enabled // the release build's AddRef and DecRef take no lock
 		if checked.Enabled {
 			a.chk.guard = &sh.shards[k].Lock
 		}
@@ -159,8 +370,20 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		}
 		sh.shards[k].a = a
 	}
-	for c := range sh.shards[0].a.classes {
-		sh.sizes = append(sh.sizes, int(sh.shards[0].a.classes[c].size))
+	a0 := sh.shards[0].a
+	for c := range a0.classes {
+		sh.sizes = append(sh.sizes, int(a0.classes[c].size))
+	}
+	sh.tab, sh.tabMax = a0.tab, a0.tabMax
+	if !checked.Enabled {
+		sh.fronts = make([]*shard.Idle, len(sh.sizes))
+		for c := range sh.fronts {
+			sh.fronts[c] = shard.NewIdle(func(key uintptr) *shard.Slot { return &frontOf(key).slot })
+		}
+		sh.outs = make([]uint64, len(sh.sizes))
+		sh.frees = make([]uint64, len(sh.sizes))
+		sh.seen = make([]stats.ClassStats, len(sh.sizes))
+		armSweep(weak.Make(sh))
 	}
 	return sh, nil
 }
@@ -190,54 +413,55 @@ func defaultShards() int {
 func (sh *Shared) register(base uintptr, shard uint32) bool {
 	sh.indexMu.Lock()
 	defer sh.indexMu.Unlock()
-	old := *sh.index.Load()
+	old := sh.index
 	i := sort.Search(len(old), func(i int) bool { return old[i].base > base })
 	size := uintptr(sh.slabSize)
 	if i > 0 && base-old[i-1].base < size || i < len(old) && old[i].base-base < size {
 		return false
 	}
-	idx := make([]slabOwner, 0, len(old)+1)
-	idx = append(append(append(idx, old[:i]...), slabOwner{base, shard}), old[i:]...)
-	sh.index.Store(&idx)
+	sh.index = slices.Insert(old, i, slabOwner{base, shard, nil})
 	return true
+}
+
+// adopt is called by shard k's arena, under its lock, with every slab s
+// it takes for class c: it gives the slab's chunks their records in the
+// class's idle set and publishes s in the table, for the methods that
+// find a buffer's slab without a lock.
+func (sh *Shared) adopt(s *slab, c int, k uint32) {
+	s.owner = k
+	if sh.fronts != nil {
+		s.idle = sh.fronts[c]
+		s.front = make([]frontChunk, len(s.chunks))
+		for i := range s.front {
+			s.front[i].s, s.front[i].i = s, int32(i)
+		}
+	}
+	sh.indexMu.Lock()
+	defer sh.indexMu.Unlock()
+	i := sort.Search(len(sh.index), func(i int) bool { return sh.index[i].base >= s.base })
+	sh.index[i].s = s
+	sh.table.Store(newSlabTable(sh.index, sh.slabSize))
 }
 
 // unregister forgets the slab at base.
 func (sh *Shared) unregister(base uintptr) {
 	sh.indexMu.Lock()
 	defer sh.indexMu.Unlock()
-	old := *sh.index.Load()
-	i := sort.Search(len(old), func(i int) bool { return old[i].base >= base })
-	if i == len(old) || old[i].base != base {
+	i := sort.Search(len(sh.index), func(i int) bool { return sh.index[i].base >= base })
+	if i == len(sh.index) || sh.index[i].base != base {
 		return
 	}
-	idx := make([]slabOwner, 0, len(old)-1)
-	idx = append(append(idx, old[:i]...), old[i+1:]...)
-	sh.index.Store(&idx)
+	sh.index = slices.Delete(sh.index, i, i+1)
+	sh.table.Store(newSlabTable(sh.index, sh.slabSize))
 }
 
 // shardOf returns the shard whose slab holds buf's first byte, or nil.
 func (sh *Shared) shardOf(buf []byte) *arenaShard {
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	if p == 0 {
+	s := sh.slabAt(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
+	if s == nil {
 		return nil
 	}
-	idx := *sh.index.Load()
-	// The last slab whose base is <= p: a binary search written out, as
-	// sort.Search's closure would not be inlined.
-	lo, hi := 0, len(idx)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if idx[m].base > p {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	if lo == 0 || p-idx[lo-1].base >= uintptr(sh.slabSize) {
-		return nil
-	}
-	return &sh.shards[idx[lo-1].shard]
+	return &sh.shards[s.owner]
 }
 
 // lockBuf locks and returns the shard of buf, or panics for a buffer in no
@@ -290,36 +514,176 @@ func (sh *Shared) ClassSize(n int) int {
 	if n > sh.slabSize {
 		return 0
 	}
-	return sh.sizes[sort.SearchInts(sh.sizes, n)]
+	return sh.sizes[sh.classOf(n)]
 }
 
-// Alloc is [Arena.Alloc], from the calling goroutine's shard.
+// classOf returns the class of a request of n bytes, 0 <= n <= slabSize.
+func (sh *Shared) classOf(n int) int {
+	if n <= sh.tabMax {
+		return int(sh.tab[(n+7)>>3])
+	}
+	return sort.SearchInts(sh.sizes, n)
+}
+
+// Alloc is [Arena.Alloc]. Warm, it takes an idle chunk of its class: a
+// sync.Pool Get and a few stores, no lock.
 func (sh *Shared) Alloc(n int) []byte {
+	if uint(n) <= uint(sh.tabMax) && !checked.Enabled {
+		c := *(*uint16)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sh.tab)), uintptr(n+7)>>3*2))
+		if t := sh.fronts[c].Get(); t != nil {
+			return handOut(t, n)
+		}
+	}
 	b, _ := sh.tryAlloc(n, shard.Hint())
 	return b
 }
 
-// TryAlloc is [Arena.TryAlloc], from the calling goroutine's shard.
+// TryAlloc is [Arena.TryAlloc].
 func (sh *Shared) TryAlloc(n int) ([]byte, error) { return sh.tryAlloc(n, shard.Hint()) }
 
-// tryAlloc is TryAlloc from the shard of hint h, which the caller takes in
-// the method the user called, as DecRef does, so that a goroutine's DecRef
-// looks first in the shard its Allocs came from.
+// handOut gives the chunk of ticket t, which its idle set just handed
+// over, to a request of n bytes: one reference, length and capacity n.
+func handOut(t *shard.Ticket, n int) []byte {
+	f := frontOf(t.Key())
+	s := f.s
+	ch := s.chunkAt(f.i)
+	ch.setRefs(1)
+	ch.size = uint32(n)
+	return unsafe.Slice((*byte)(s.chunkPtr(f.i)), n)
+}
+
+// tryAlloc is TryAlloc, carving from the shard of hint h when the class
+// has no idle chunk.
 func (sh *Shared) tryAlloc(n int, h uintptr) ([]byte, error) {
 	if n < 0 {
 		panic(msgNegative)
 	}
+	if checked.Enabled || n > sh.slabSize {
+		return sh.allocLocked(n, h)
+	}
+	c := sh.classOf(n)
+	for {
+		if t := sh.fronts[c].Get(); t != nil {
+			return handOut(t, n), nil
+		}
+		if err := sh.refill(c, h); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// refillBatch is how many chunks an Alloc that finds its class's idle set
+// empty carves at once, under one lock.
+const refillBatch = 16
+
+// refillStride is how many chunk headers share a cache line: the stride
+// of the order in which a refill makes its chunks idle.
+const refillStride = 64 / int(unsafe.Sizeof(chunk{}))
+
+// refill carves up to refillBatch free chunks of class c, from the shard of
+// hint h or, when the budget refuses it a slab, from another shard's
+// slabs, and makes them idle in the class's set. It returns the error of
+// the Alloc that could not be served.
+func (sh *Shared) refill(c int, h uintptr) error {
+	var keys [refillBatch]uintptr
+	s := sh.lockAny(h)
+	k, err := s.a.carve(c, keys[:], true)
+	s.unlock()
+	if err == errOverlap {
+		panic(msgOverlap)
+	}
+	if k == 0 && err == ErrBudget {
+		k = sh.carveElsewhere(s, c, keys[:])
+	}
+	// The set hands out what was added last first: chunks 0, 4, 8, ...,
+	// then 1, 5, 9, ..., so that the chunks that goroutines on different
+	// Ps take at first (and then keep reusing, each from its P's cache) do
+	// not share their headers' cache lines.
+	for r := refillStride - 1; r >= 0; r-- {
+		for j := (k-1-r)/refillStride*refillStride + r; j >= r && j < k; j -= refillStride {
+			sh.fronts[c].Add(keys[j])
+		}
+	}
+	sh.deliverAlerts()
+	if k == 0 {
+		return err
+	}
+	return nil
+}
+
+// carveElsewhere carves free chunks of class c from the slabs of any shard
+// but s, whose budget refused it a slab, into keys, and returns how many.
+func (sh *Shared) carveElsewhere(s *arenaShard, c int, keys []uintptr) int {
+	for k := range sh.shards {
+		o := &sh.shards[k]
+		if o == s {
+			continue
+		}
+		o.lock()
+		n, _ := o.a.carve(c, keys, false)
+		o.unlock()
+		if n > 0 {
+			s.lock()
+			s.a.failures.Add(^uint64(0)) // the call did not fail after all
+			s.unlock()
+			return n
+		}
+	}
+	return 0
+}
+
+// carve takes up to len(keys) chunks of class c, from its slabs' free
+// lists or fresh, for the class's idle set of a Shared, and stores their
+// keys in keys; with grow it takes a slab when the class has none with a
+// free chunk. It returns how many it took and, when none, why (a failure
+// it counts).
+func (a *Arena) carve(c int, keys []uintptr, grow bool) (int, error) {
+	cl := &a.classes[c]
+	k := 0
+	for ; k < len(keys); k++ {
+		s := cl.head
+		if s == nil {
+			if !grow || k > 0 {
+				break
+			}
+			var err error
+			if s, err = a.grow(c); s == nil {
+				a.failures.Add(1)
+				return 0, err
+			}
+		}
+		i := a.takeFrom(cl, s, int(cl.size))
+		s.chunkAt(i).setRefs(0) // idle, the set's
+		cl.carved++
+		keys[k] = s.frontKey(i)
+	}
+	return k, nil
+}
+
+// reclaim puts chunk i of s, idle in its class's set, which gave it up,
+// back on its slab's free list, and releases the slab if that empties it
+// and its class holds enough empty slabs.
+func (a *Arena) reclaim(s *slab, i int32) {
+	cl := s.cl
+	cl.drained++
+	f := &s.front[i]
+	cl.setFrees += uint64(f.frees) // the chunk's count restarts if it is carved again
+	f.frees = 0
+	cl.frees++
+	cl.publish()
+	if a.pushFree(s, s.chunkAt(i), i) {
+		a.slabChanged(cl, s)
+	}
+}
+
+// allocLocked is TryAlloc on the shard of hint h, under its lock, for the
+// checked build and for requests larger than a slab.
+func (sh *Shared) allocLocked(n int, h uintptr) ([]byte, error) {
 	s := sh.lockAny(h)
 	if checked.Enabled {
 		return sh.tryAllocChecked(s, n)
 	}
-	// The Arena's Alloc, for its inlined hot path; it leaves the reason of
-	// a failure in allocErr.
-	b := s.a.Alloc(n)
-	var err error
-	if b == nil {
-		err = s.a.allocErr
-	}
+	b, err := s.a.alloc(n)
 	s.unlock()
 	if b == nil {
 		b, err = sh.allocFailed(s, n, err)
@@ -400,25 +764,146 @@ func (sh *Shared) Owns(buf []byte) bool {
 	return ok
 }
 
-// AddRef is [Arena.AddRef].
+// AddRef is [Arena.AddRef]. On a chunk of a slab that no chain touches it
+// takes no lock: one atomic add.
 func (sh *Shared) AddRef(buf []byte) {
+	if !checked.Enabled {
+		if ch := sh.unchained(buf); ch != nil {
+			if old := atomic.AddInt32(&ch.refs, 1) - 1; old > 0 && old < math.MaxInt32 {
+				return
+			}
+			atomic.AddInt32(&ch.refs, -1) // a free chunk, or the count's limit: the locked path panics
+		}
+	}
 	s := sh.lockBuf(buf, false)
 	defer s.unlock()
 	s.a.AddRef(buf)
 }
 
-// DecRef is [Arena.DecRef]. When it frees a chain, it releases the chunks
-// of each shard in turn.
-func (sh *Shared) DecRef(buf []byte) bool {
-	// The guess: a buffer freed by the goroutine that allocated it lies in
-	// that goroutine's shard, most likely in the slab of its last DecRef.
-	// The shard's lock makes the guess certain or sends DecRef the long
-	// way, through the table of slabs.
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	s := &sh.shards[shard.Hint()&sh.mask]
-	if p-s.lastBase.Load() >= uintptr(sh.slabSize) || !sh.lockIfLast(s, p) {
-		s = sh.lockBuf(buf, true)
+// AddRefN is [Arena.AddRefN]: n references at the cost of one AddRef, for
+// a buffer handed to n more holders (the subscribers of a fan-out), which
+// may DecRef it on any goroutines. On a chunk of a slab that no chain
+// touches it takes no lock: one atomic add.
+func (sh *Shared) AddRefN(buf []byte, n int) {
+	mustCount(n)
+	if !checked.Enabled && n < math.MaxInt32 {
+		if ch := sh.unchained(buf); ch != nil {
+			d := int32(n)
+			if old := atomic.AddInt32(&ch.refs, d) - d; old > 0 && old <= math.MaxInt32-d {
+				return
+			}
+			atomic.AddInt32(&ch.refs, -d) // the locked path panics
+		}
 	}
+	s := sh.lockBuf(buf, false)
+	defer s.unlock()
+	s.a.AddRefN(buf, n)
+}
+
+// unchained returns the bookkeeping of the chunk of buf, found without a
+// lock, if buf lies inside a chunk of a slab that no chain touches (whose
+// counts change only by atomic adds and by the last holder's store), and
+// nil otherwise.
+func (sh *Shared) unchained(buf []byte) *chunk {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	s := sh.table.Load().first(p) // slabAt, inlined for its usual case
+	if s == nil {
+		if s = sh.slabAt(p); s == nil {
+			return nil
+		}
+	}
+	off := uint32(p - s.base)
+	i := s.chunkIndex(off)
+	if s.outside(i, off, cap(buf)) || s.chained.Load() {
+		return nil
+	}
+	return s.chunkAt(int32(i))
+}
+
+// DecRef is [Arena.DecRef]. On a chunk of a slab that no chain touches it
+// takes no lock: the last reference goes back to the chunk's idle set with
+// a load and plain stores (see [Shared] for the window of two goroutines
+// freeing one chunk at once), any other with one atomic add. Other
+// DecRefs take the lock of the chunk's shard, and when they free a chain,
+// release the chunks of each shard in turn.
+func (sh *Shared) DecRef(buf []byte) bool {
+	if !checked.Enabled {
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+		s := sh.table.Load().first(p) // slabAt, inlined for its usual case
+		if s == nil {
+			s = sh.slabAt(p)
+		}
+		if s != nil {
+			off := uint32(p - s.base)
+			i := s.chunkIndex(off)
+			if !s.outside(i, off, cap(buf)) && !s.chained.Load() {
+				ch := s.chunkAt(int32(i))
+				switch refs := atomic.LoadInt32(&ch.refs); {
+				case refs == 1: // the only holder: no other may change the count
+					f := s.frontAt(int32(i))
+					if t := f.slot.Take(); t != nil {
+						ch.setRefs(0)
+						ch.gen++
+						f.countFree()
+						s.idle.Put(t)
+						return true
+					}
+				case refs > 1:
+					switch refs = atomic.AddInt32(&ch.refs, -1); {
+					case refs > 0:
+						return false
+					case refs == 0: // another holder's DecRef came first
+						sh.freeLast(s, int32(i))
+						return true
+					}
+					atomic.AddInt32(&ch.refs, 1) // a DecRef too many: the locked path panics
+				}
+			}
+		}
+	}
+	return sh.decRefLocked(buf)
+}
+
+// freeLast frees chunk i of s, whose count an atomic DecRef took to zero:
+// back to its idle set as DecRef's plain path does if its slab is still
+// unchained, otherwise under its shard's lock, which drops the chain's
+// references (a holder may have chained it before its own DecRef).
+func (sh *Shared) freeLast(s *slab, i int32) {
+	if !s.chained.Load() {
+		f := s.frontAt(i)
+		if t := f.slot.Take(); t != nil {
+			s.chunkAt(i).gen++
+			f.countFree()
+			s.idle.Put(t)
+			return
+		}
+	}
+	sd := &sh.shards[s.owner]
+	sd.lock()
+	var h Loc
+	if sh.freeHeld(sd, s, i, &h) {
+		sh.release(h)
+	}
+	sh.deliverAlerts()
+}
+
+// freeHeld frees chunk i of s under sd's lock, which it releases even when
+// the Arena panics, as decRef does.
+func (sh *Shared) freeHeld(sd *arenaShard, s *slab, i int32, h *Loc) (chained bool) {
+	defer sh.unlockHeld(sd)
+	sd.a.freeChunk(s, i)
+	return sd.a.moveHandoff(h)
+}
+
+// frontAt returns the idle-set record of chunk i of s, 0 <= i <
+// len(s.chunks), without a bounds check.
+func (s *slab) frontAt(i int32) *frontChunk {
+	return (*frontChunk)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.front)), uintptr(i)*unsafe.Sizeof(frontChunk{})))
+}
+
+// decRefLocked is DecRef under the lock of the buffer's shard.
+func (sh *Shared) decRefLocked(buf []byte) bool {
+	s := sh.lockBuf(buf, true)
 	var h Loc
 	last, chained := sh.decRef(s, buf, &h)
 	if chained {
@@ -426,17 +911,6 @@ func (sh *Shared) DecRef(buf []byte) bool {
 	}
 	sh.deliverAlerts()
 	return last
-}
-
-// lockIfLast locks s and reports whether p lies in the slab of its
-// Arena's last lookup, and so in s; if not, it unlocks s.
-func (sh *Shared) lockIfLast(s *arenaShard, p uintptr) bool {
-	s.lock()
-	if l := s.a.last; l != nil && p-l.base < uintptr(sh.slabSize) {
-		return true
-	}
-	s.unlock()
-	return false
 }
 
 // decRef is the part of DecRef under the shard's lock, which it releases
@@ -448,7 +922,7 @@ func (sh *Shared) lockIfLast(s *arenaShard, p uintptr) bool {
 // forwarded from those stores took a quarter of Shared's Alloc+DecRef time.
 func (sh *Shared) decRef(s *arenaShard, buf []byte, h *Loc) (last, chained bool) {
 	defer sh.unlockHeld(s)
-	last = s.a.DecRef(buf)
+	last = s.a.decRefSlow(buf)
 	return last, s.a.moveHandoff(h)
 }
 
@@ -602,13 +1076,16 @@ func (sh *Shared) nextLoc(buf []byte, op string) Loc {
 }
 
 // ReadStats is [Arena.ReadStats], summed over the shards, with a row per
-// chunk class. It may be called from any goroutine, and its figures are
-// exact: it takes each shard's lock in turn, so the snapshot is consistent
-// per shard, not across shards. It does not allocate once st.Classes has
-// room for every class.
+// chunk class; see [Shared] for which figures are exact. It may be called
+// from any goroutine: it takes each shard's lock in turn, so the snapshot
+// is consistent per shard, not across shards, and it counts the chunks out
+// by reading every chunk's slot, O(chunks). It does not allocate once
+// st.Classes has room for every class.
 func (sh *Shared) ReadStats(st *stats.Stats) {
 	sh.statsMu.Lock()
 	defer sh.statsMu.Unlock()
+	clear(sh.outs)
+	clear(sh.frees)
 	for k := range sh.shards {
 		s := &sh.shards[k]
 		dst := st
@@ -617,13 +1094,111 @@ func (sh *Shared) ReadStats(st *stats.Stats) {
 		}
 		s.lock()
 		s.a.readStats(dst, true)
+		if sh.fronts != nil {
+			s.a.countFront(sh.outs, sh.frees)
+		}
 		s.unlock()
 		if k > 0 {
 			st.Add(&sh.scratch)
 		}
 	}
+	if sh.fronts != nil {
+		sh.addFronts(st)
+	}
 	st.BadFrees += sh.badFrees.Load()
+}
+
+// countFront adds, by class, the chunks out of the idle sets (a ticket in
+// their slot) to outs and their frees into the sets to frees. It reads a
+// chunk's frees before its slot, and DecRef empties the slot before it
+// counts the free, so a chunk's frees plus its being out never pass its
+// Gets: the counts are at most the true ones, as the chunk's were at some
+// moment of the call.
+func (a *Arena) countFront(outs, frees []uint64) {
+	for c := range a.classes {
+		frees[c] += a.classes[c].setFrees
+	}
+	for _, s := range a.slabs {
+		if s == nil || s.front == nil {
+			continue
+		}
+		c := (uintptr(unsafe.Pointer(s.cl)) - uintptr(unsafe.Pointer(&a.classes[0]))) / unsafe.Sizeof(class{})
+		for i := range s.front[:s.fresh] {
+			f := &s.front[i]
+			frees[c] += uint64(atomic.LoadUint32(&f.frees))
+			if f.slot.Out() {
+				outs[c]++
+			}
+		}
+	}
+}
+
+// addFronts adds what the idle sets count to st, whose rows the shards
+// filled without the chunks the sets hold: per class, the chunks' frees
+// into the sets as Frees, those plus the chunks out (every Get is a chunk
+// out or freed since) as Allocs, and the chunks out as live. The sums may
+// be low while goroutines work, never high, so reporting at least the
+// highest Allocs and Frees reported before keeps them from going back and
+// still exact once the goroutines pause.
+func (sh *Shared) addFronts(st *stats.Stats) {
+	for c := range st.Classes {
+		row, seen := &st.Classes[c], &sh.seen[c]
+		frees := max(sh.frees[c], seen.Frees)
+		allocs := max(sh.frees[c]+sh.outs[c], seen.Allocs, frees)
+		seen.Allocs, seen.Frees = allocs, frees
+		out := min(sh.outs[c], allocs-frees, row.IdleObjects)
+		row.Allocs += allocs
+		row.Frees += frees
+		row.LiveObjects += out
+		row.IdleObjects -= out
+		row.InUseBytes += out * row.Size
+		st.Allocs += allocs
+		st.Frees += frees
+		st.LiveObjects += out
+		st.InUseBytes += out * row.Size
+	}
 }
 
 // Shards returns the number of shards.
 func (sh *Shared) Shards() int { return len(sh.shards) }
+
+// sweepToken is the object whose cleanup runs the Shared's sweep after a
+// GC. (It holds a pointer, so it is an object of its own: the runtime
+// packs small pointer-free objects together, which would delay its
+// cleanup until its neighbours die too.)
+type sweepToken struct{ _ *byte }
+
+// armSweep makes the Shared's sweep run after the next GC, and again after
+// every GC from there on while the Shared is reachable.
+func armSweep(w weak.Pointer[Shared]) {
+	runtime.AddCleanup(new(sweepToken), sweepAfterGC, w)
+}
+
+// sweepAfterGC runs on the runtime's cleanup goroutine after a GC.
+func sweepAfterGC(w weak.Pointer[Shared]) {
+	sh := w.Value()
+	if sh == nil {
+		return // the Shared is gone, and its slabs with it
+	}
+	sh.sweep()
+	armSweep(w)
+}
+
+// sweep gives the chunks that the classes' idle sets hold without a ticket
+// (the ones a GC found idle across two GCs, and any carved and not yet
+// taken) back to their slabs, under their shards' locks.
+func (sh *Shared) sweep() {
+	sh.sweepMu.Lock()
+	defer sh.sweepMu.Unlock()
+	for _, x := range sh.fronts {
+		sh.keys = x.TakeSpare(sh.keys[:0])
+		for _, key := range sh.keys {
+			f := frontOf(key)
+			s := &sh.shards[f.s.owner]
+			s.lock()
+			s.a.reclaim(f.s, f.i)
+			s.unlock()
+		}
+	}
+	sh.deliverAlerts()
+}

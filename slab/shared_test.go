@@ -1,13 +1,20 @@
 package slab_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 	"github.com/memkit/memkit/slab"
 )
 
@@ -359,5 +366,352 @@ func TestShared_ReadStatsFromAnotherGoroutine(t *testing.T) {
 	slab.PublishStats(sh)
 	if s := sharedStats(sh); s.LiveObjects != 0 || s.Allocs != 20000 || s.Frees != 20000 {
 		t.Fatalf("after every DecRef: %v", &s)
+	}
+}
+
+// TestShared_Stress runs many goroutines that Alloc, tag, hand over, AddRef
+// and DecRef chunks of a Shared while GCs run (GOGC=1 and forced ones), in
+// every build. Each chunk carries its owner's tag at both ends, checked
+// before every DecRef, so a chunk handed out twice shows; once the
+// goroutines stop and two GCs ran, every chunk the shards carved for the
+// idle sets must be idle in them, each once, or live.
+func TestShared_Stress(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	sh := mustShared(t, 64, 16<<10, slab.WithIdleSlabs(0))
+	workers, rounds := 16, 4000
+	if race.Enabled || checked.Enabled {
+		rounds = 800
+	}
+	type held struct {
+		b   []byte
+		tag uint64
+	}
+	inbox := make([]chan held, workers)
+	for w := range inbox {
+		inbox[w] = make(chan held, 16)
+	}
+	tagged := func(b []byte, tag uint64) bool {
+		return binary.LittleEndian.Uint64(b) == tag && binary.LittleEndian.Uint64(b[len(b)-8:]) == tag
+	}
+	var allocs atomic.Uint64
+	errs := make(chan error, workers)
+	stopGC := make(chan struct{})
+	gcDone := make(chan struct{})
+	go func() { // forced GCs beside GOGC=1's
+		defer close(gcDone)
+		for {
+			select {
+			case <-stopGC:
+				return
+			default:
+				runtime.GC()
+				runtime.Gosched()
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []held
+			free := func(h held) bool {
+				if !tagged(h.b, h.tag) {
+					errs <- fmt.Errorf("worker %d: chunk %p tagged %#x, not %#x: handed out twice", w, &h.b[0], binary.LittleEndian.Uint64(h.b), h.tag)
+					return false
+				}
+				sh.DecRef(h.b)
+				return true
+			}
+			for i := range rounds {
+				n := 16 + (i*131+w*17)%4000
+				tag := uint64(w)<<40 | uint64(i)
+				b := sh.Alloc(n)
+				allocs.Add(1)
+				binary.LittleEndian.PutUint64(b, tag)
+				binary.LittleEndian.PutUint64(b[n-8:], tag)
+				h := held{b, tag}
+				switch i % 5 {
+				case 0: // to the next worker, which frees it
+					select {
+					case inbox[(w+1)%workers] <- h:
+					default:
+						mine = append(mine, h)
+					}
+				case 1: // a second holder on the next worker, then ours goes
+					sh.AddRef(b)
+					select {
+					case inbox[(w+1)%workers] <- h:
+					default:
+						sh.DecRef(b)
+					}
+					mine = append(mine, h)
+				default:
+					mine = append(mine, h)
+				}
+				select {
+				case got := <-inbox[w]:
+					if !free(got) {
+						return
+					}
+				default:
+				}
+				for len(mine) > 8 {
+					if !free(mine[0]) {
+						return
+					}
+					mine = mine[1:]
+				}
+			}
+			for _, h := range mine {
+				if !free(h) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stopGC)
+	<-gcDone
+	for w := range inbox { // what the workers sent last
+		close(inbox[w])
+		for h := range inbox[w] {
+			if !tagged(h.b, h.tag) {
+				t.Fatalf("chunk %p tagged %#x, not %#x: handed out twice", &h.b[0], binary.LittleEndian.Uint64(h.b), h.tag)
+			}
+			sh.DecRef(h.b)
+		}
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.GC()
+	idle, live, carved, err := sh.Account()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live != 0 || idle+live != carved {
+		t.Fatalf("%d chunks idle and %d live of the %d carved for the idle sets", idle, live, carved)
+	}
+	sh.FlushQuarantine()
+	if s := sharedStats(sh); s.LiveObjects != 0 || s.Allocs != allocs.Load() || s.Frees != s.Allocs || s.InUseBytes != 0 {
+		t.Fatalf("after every DecRef, %d Allocs: %v", allocs.Load(), &s)
+	}
+}
+
+// A DecRef of a chunk that the idle set holds again panics at the call, is
+// counted, and leaves the chunk idle once: the next Allocs hand it out once.
+func TestShared_DecRefOfAnIdleChunkPanics(t *testing.T) {
+	sh := mustShared(t, 64, 4096, slab.WithShards(1))
+	b := sh.Alloc(100)
+	if !sh.DecRef(b) {
+		t.Fatal("DecRef of the only reference")
+	}
+	wantMisuse(t, "memkit/slab: DecRef of a free chunk", "DecRef", checked.DoubleFree, func() { sh.DecRef(b) })
+	x, y := sh.Alloc(100), sh.Alloc(100)
+	if &x[0] == &y[0] {
+		t.Fatal("one chunk handed out twice after a DecRef too many")
+	}
+	if s := sharedStats(sh); s.BadFrees != 1 || s.LiveObjects != 2 {
+		t.Fatalf("stats %v; want 1 bad free, 2 live", &s)
+	}
+	sh.DecRef(x)
+	sh.DecRef(y)
+}
+
+// ReadStats's Allocs and Frees, counted per chunk by the idle sets, agree
+// with a model of the calls once the goroutines pause, and are never more
+// than the model's while they run.
+func TestShared_StatsAgainstAModel(t *testing.T) {
+	sh := mustShared(t, 64, 4096)
+	var allocs, frees uint64
+	var held [][]byte
+	stop := make(chan struct{})
+	done := statsWatcher(sh.ReadStats, stop)
+	for i := range 20000 {
+		held = append(held, sh.Alloc(64<<(i%4)))
+		allocs++
+		if len(held) > 40 || i%3 == 0 {
+			k := (i * 7) % len(held)
+			sh.DecRef(held[k])
+			frees++
+			held = append(held[:k], held[k+1:]...)
+		}
+		if i%1000 == 0 {
+			if s := sharedStats(sh); s.Allocs > allocs || s.Frees > frees {
+				t.Fatalf("after %d Allocs and %d DecRefs: %v", allocs, frees, &s)
+			}
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := sharedStats(sh); s.Allocs != allocs || s.Frees != frees || s.LiveObjects != uint64(len(held)) {
+		t.Fatalf("model: %d Allocs, %d DecRefs, %d live; stats %v", allocs, frees, len(held), &s)
+	}
+	for _, b := range held {
+		sh.DecRef(b)
+	}
+}
+
+// The chunks a Shared's idle sets hold go back to their slabs after GCs,
+// by the sweep the GCs run, and the slabs go back to malloc's owner.
+func TestShared_IdleChunksGoBackAfterGCs(t *testing.T) {
+	sh := mustShared(t, 64, 4096, slab.WithIdleSlabs(0))
+	var bufs [][]byte
+	for range 64 {
+		bufs = append(bufs, sh.Alloc(512))
+	}
+	for _, b := range bufs {
+		sh.DecRef(b)
+	}
+	sh.FlushQuarantine()
+	if checked.Enabled {
+		if s := sharedStats(sh); s.ReservedBytes != 0 {
+			t.Fatalf("checked build, no idle sets: %v", &s)
+		}
+		return
+	}
+	if race.Enabled {
+		t.Skip("under the race detector a Shared's idle sets keep their chunks")
+	}
+	if s := sharedStats(sh); s.ReservedBytes == 0 || s.LiveObjects != 0 {
+		t.Fatalf("right after the DecRefs: %v; want the slabs held, nothing live", &s)
+	}
+	gcs := 0
+	for ; gcs < 100 && sharedStats(sh).ReservedBytes != 0; gcs++ {
+		runtime.GC()
+		runtime.Gosched() // let the cleanup goroutine run
+	}
+	if s := sharedStats(sh); s.ReservedBytes != 0 || s.Releases != s.Grows {
+		t.Fatalf("after %d GCs: %v", gcs, &s)
+	}
+	t.Logf("the slabs went back after %d GCs", gcs)
+}
+
+// AddRefN adds n references in one call: the chunk survives n DecRefs
+// beside its owner's, on many goroutines at once, and the last frees it.
+func TestShared_AddRefNFanOut(t *testing.T) {
+	sh := mustShared(t, 64, 64<<10)
+	const subscribers, frames = 50, 200
+	var wg sync.WaitGroup
+	lasts := make(chan bool, (subscribers+1)*frames)
+	for f := range frames {
+		b := sh.Alloc(1000)
+		b[0] = byte(f)
+		sh.AddRefN(b, subscribers)
+		for range subscribers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if b[0] != byte(f) {
+					t.Errorf("frame %d reads %d: freed under a subscriber", f, b[0])
+				}
+				lasts <- sh.DecRef(b)
+			}()
+		}
+		if sh.DecRef(b) { // the publisher's: a subscriber's is the last, or this one
+			lasts <- true
+		}
+	}
+	wg.Wait()
+	close(lasts)
+	freed := 0
+	for last := range lasts {
+		if last {
+			freed++
+		}
+	}
+	if freed != frames {
+		t.Fatalf("%d DecRefs reported the last reference; want one per frame, %d", freed, frames)
+	}
+	sh.FlushQuarantine()
+	if s := sharedStats(sh); s.LiveObjects != 0 || s.Frees != frames || s.BadFrees != 0 {
+		t.Fatalf("after every DecRef: %v", &s)
+	}
+}
+
+// AddRefN refuses what AddRef refuses, and a count past the limit, and
+// changes nothing then.
+func TestShared_AddRefNRefuses(t *testing.T) {
+	sh := mustShared(t, 64, 4096)
+	b := sh.Alloc(100)
+	memtest.CheckPanic(t, "memkit/slab: AddRefN count -1 must be at least 1", func() { sh.AddRefN(b, -1) })
+	memtest.CheckPanic(t, "memkit/slab: reference count overflow", func() { sh.AddRefN(b, math.MaxInt32) })
+	memtest.CheckPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.AddRefN(make([]byte, 8), 2) })
+	sh.AddRefN(b, 2)
+	for k := range 3 { // AddRefN(2) of a chunk with one reference: the third DecRef is the last
+		if last := sh.DecRef(b); last != (k == 2) {
+			t.Fatalf("DecRef %d of 3 reported last %v", k+1, last)
+		}
+	}
+	a := mustArena(t, 64, 4096, 2)
+	c := a.Alloc(100)
+	a.AddRefN(c, 3)
+	for range 3 {
+		if a.DecRef(c) {
+			t.Fatal("an Arena's chunk freed before its AddRefN's references were dropped")
+		}
+	}
+	if !a.DecRef(c) {
+		t.Fatal("the Arena's last DecRef")
+	}
+}
+
+// A second holder's AddRef and DecRef, and AddRefN, do not allocate.
+func TestShared_RefsDoNotAllocate(t *testing.T) {
+	skipIfChecked(t, "it records every allocation")
+	sh := mustShared(t, 64, 1<<20)
+	keep := sh.Alloc(512)
+	for name, f := range map[string]func(){
+		"AddRef+DecRef":         func() { sh.AddRef(keep); sh.DecRef(keep) },
+		"AddRefN+DecRefs":       func() { sh.AddRefN(keep, 3); sh.DecRef(keep); sh.DecRef(keep); sh.DecRef(keep) },
+		"Alloc+AddRef+DecRef*2": func() { b := sh.Alloc(100); sh.AddRef(b); sh.DecRef(b); sh.DecRef(b) },
+	} {
+		if n := testing.AllocsPerRun(1000, f); n != 0 {
+			t.Errorf("%s: %v allocs; want 0", name, n)
+		}
+	}
+	sh.DecRef(keep)
+}
+
+// The table a Shared finds a buffer's slab in agrees with a search of the
+// slabs, for slabs of sizes that are powers of two or not, packed side by
+// side or scattered, and addresses inside, between and around them.
+func TestShared_SlabTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, size := range []int{4096, 5000, 1 << 20, 3 << 19} {
+		for round := range 50 {
+			var bases []uintptr
+			p := uintptr(1<<32 + rng.IntN(1<<20))
+			for range 1 + rng.IntN(40) {
+				if round%2 == 0 {
+					p += uintptr(rng.IntN(3 * size)) // a gap, or none
+				}
+				bases = append(bases, p)
+				p += uintptr(size)
+			}
+			var addrs []uintptr
+			for range 500 {
+				b := bases[rng.IntN(len(bases))]
+				addrs = append(addrs, b+uintptr(rng.IntN(3*size))-uintptr(size))
+			}
+			addrs = append(addrs, 0, bases[0]-1, p)
+			got := slab.SlabTableFinds(bases, size, addrs)
+			for i, a := range addrs {
+				want := -1
+				for k, b := range bases {
+					if a-b < uintptr(size) {
+						want = k
+					}
+				}
+				if got[i] != want {
+					t.Fatalf("size %d: address %#x found in slab %d; want %d (bases %#x)", size, a, got[i], want, bases)
+				}
+			}
+		}
 	}
 }

@@ -3,9 +3,12 @@ package slab
 import (
 	"math/bits"
 	"sort"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/memkit/memkit/internal/checked"
+	"github.com/memkit/memkit/internal/race"
+	"github.com/memkit/memkit/internal/shard"
 )
 
 // slabRef is an entry of Arena.index.
@@ -24,6 +27,7 @@ type slab struct {
 	freeHead   int32  // first free chunk, -1 if none (besides fresh ones)
 	fresh      int32  // chunks from fresh on were never handed out
 	num        int32  // index in Arena.slabs, which a Loc names
+	owner      uint32 // for a Shared's slab, its shard
 	gen0       uint32 // generation of a chunk never handed out
 	recip      uint64 // ^uint64(0)/size + 1: off/size is the high word of off*recip
 	shift      uint32 // log2(size) if size is a power of two, else 0
@@ -31,6 +35,18 @@ type slab struct {
 	listed     bool
 	chunks     []chunk
 	links      []link // chain links by chunk; nil until a chunk of s is chained
+
+	// Set (atomically: a Shared's DecRef reads it without a lock) once
+	// links is made: a Shared frees chunks of a chained slab under the
+	// shard's lock.
+	chained atomic.Bool
+
+	// For a slab of a Shared's shard in the release build: the idle set
+	// of the slab's class, which holds its chunks once they were first
+	// handed out, and per chunk its record in the set (see frontChunk);
+	// nil otherwise.
+	idle  *shard.Idle
+	front []frontChunk
 }
 
 // chunk is the bookkeeping of one chunk.
@@ -39,6 +55,29 @@ type chunk struct {
 	gen      uint32 // incremented at every free
 	size     uint32 // bytes requested at Alloc: the capacity handed out
 	freeNext int32  // next free chunk while free
+}
+
+// setRefs writes ch's reference count. A [Shared]'s DecRef reads counts
+// without the shard's lock while other holders of the chunk change them
+// under it: a word-sized store cannot tear, and under the race detector the
+// store is atomic, so that it sees the lock-free load ordered with it.
+func (ch *chunk) setRefs(v int32) {
+	if race.Enabled {
+		atomic.StoreInt32(&ch.refs, v)
+		return
+	}
+	ch.refs = v
+}
+
+// addRefs adds d to ch's reference count and returns the new count: with
+// one atomic add in a shard of a Shared, whose holders also change counts
+// without the shard's lock, a plain one otherwise.
+func (a *Arena) addRefs(ch *chunk, d int32) int32 {
+	if a.atomicRefs || race.Enabled {
+		return atomic.AddInt32(&ch.refs, d)
+	}
+	ch.refs += d
+	return ch.refs
 }
 
 // pow2Shift returns log2(size) if size is a power of two, else 0 (size is
@@ -131,6 +170,9 @@ func (a *Arena) grow(c int) (*slab, error) {
 	cl.pubSlabs.Store(uint64(cl.slabs))
 	cl.grows.Add(1)
 	a.pushHead(cl, s)
+	if a.onGrow != nil {
+		a.onGrow(s, c)
+	}
 	if checked.Enabled {
 		checked.Fill(mem[:a.slabSize], checked.PoisonByte)
 	}
@@ -210,7 +252,7 @@ func (a *Arena) release(s *slab) {
 	a.index[len(a.index)-1] = slabRef{}
 	a.index = a.index[:len(a.index)-1]
 	if a.last == s {
-		a.setLast(nil)
+		a.last = nil
 	}
 	if a.free != nil {
 		a.free(s.mem)
@@ -269,21 +311,8 @@ func (a *Arena) slabOf(p uintptr) *slab {
 		return nil
 	}
 	s := idx[lo-1].s
-	a.setLast(s)
-	return s
-}
-
-// setLast makes s the slab of the last lookup, and publishes its base for
-// a Shared.
-func (a *Arena) setLast(s *slab) {
 	a.last = s
-	if a.lastBase != nil {
-		var base uintptr
-		if s != nil {
-			base = s.base
-		}
-		a.lastBase.Store(base)
-	}
+	return s
 }
 
 // chunkOf returns the slab and chunk of buf, or nil if buf is not inside

@@ -83,7 +83,9 @@ func (a *Arena) readStats(st *stats.Stats, exact bool) {
 		frees := cl.pubFrees.Load()
 		allocs := max(cl.pubAllocs.Load(), frees)
 		if exact {
-			frees, allocs = cl.frees, cl.allocs
+			// Of a Shared's shard: the chunks its classes' idle sets hold
+			// are the Shared's to count, not the shard's.
+			frees, allocs = cl.frees-cl.drained, cl.allocs-cl.carved
 		}
 		if testHookReadStats != nil {
 			testHookReadStats()

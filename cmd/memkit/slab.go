@@ -2,6 +2,7 @@ package main
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/memkit/memkit/bytepool"
@@ -45,7 +46,13 @@ func init() {
 			bench{workload: w, impl: "bytepool", run: func(b *testing.B) { getPutParallel(b, memkitPool{must(bytepool.New())}, n) }},
 		)
 	}
-	w := "SlabChain/size=" + sizeName(chainTotal)
+	w := "SlabFanOut/subscribers=50"
+	workloadDocs["SlabFanOut"] = "a 4KiB Shared slab chunk handed to 50 subscribers with AddRefN, then 51 DecRefs"
+	register(
+		bench{workload: w, impl: "memkit", run: sharedFanOut},
+		bench{workload: w, impl: "syncpool-atomic", run: syncPoolFanOut},
+	)
+	w = "SlabChain/size=" + sizeName(chainTotal)
 	register(
 		bench{workload: w, impl: "memkit", run: chainArena},
 		bench{workload: w, impl: "heap-chunks", run: chainHeap},
@@ -100,6 +107,52 @@ func sharedAllocFreeParallel(b *testing.B, n int) {
 			sh.DecRef(p)
 		}
 	})
+}
+
+// fanOut is SlabFanOut's shape: one 4 KiB frame handed to 50 subscribers,
+// each of which drops its reference, and the publisher drops its own; one
+// op is the whole frame.
+const fanOut, fanOutFrame = 50, 4 << 10
+
+// sharedFanOut is SlabFanOut on a Shared arena: Alloc, AddRefN for the
+// subscribers, their DecRefs and the publisher's.
+func sharedFanOut(b *testing.B) {
+	sh, err := slab.NewShared(64, 1<<20, 2, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		frame := sh.Alloc(fanOutFrame)
+		frame[0] = 1
+		sh.AddRefN(frame, fanOut)
+		for range fanOut + 1 {
+			sh.DecRef(frame)
+		}
+	}
+}
+
+// syncPoolFanOut is SlabFanOut on a sync.Pool of frames with an atomic
+// reference count, the hand-written way.
+func syncPoolFanOut(b *testing.B) {
+	type frame struct {
+		buf  []byte
+		refs atomic.Int32
+	}
+	sp := sync.Pool{New: func() any { return &frame{buf: make([]byte, fanOutFrame)} }}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		f := sp.Get().(*frame)
+		f.buf[0] = 1
+		f.refs.Store(1 + fanOut)
+		for range fanOut + 1 {
+			if f.refs.Add(-1) == 0 {
+				sp.Put(f)
+			}
+		}
+	}
 }
 
 // syncPoolGetPut is SlabAllocFree on a sync.Pool of pointers to buffers of
