@@ -363,6 +363,15 @@ func TestPool_WithDefaultSizeIsFixed(t *testing.T) {
 		t.Fatalf("cap %d, DefaultSize %d; want 10000", b.Cap(), p.DefaultSize())
 	}
 	b.Free()
+	// Short Buffers, past several calibrations' worth of samples, leave it.
+	for range 4096 {
+		b := p.Get()
+		b.WriteByte(1)
+		b.Free()
+	}
+	if p.DefaultSize() != 10000 {
+		t.Fatalf("DefaultSize %d after 4096 one-byte Buffers; want 10000", p.DefaultSize())
+	}
 }
 
 func TestPool_ReadStatsCountsStorage(t *testing.T) {
