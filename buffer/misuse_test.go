@@ -460,7 +460,7 @@ func TestMistakes_EverySource(t *testing.T) {
 // release build does not catch it.
 func TestMistakes_ViewOfAPoolBufferWrittenAfterFree(t *testing.T) {
 	releaseCorrupts(t)
-	bp, err := bytepool.New(bytepool.WithShards(1))
+	bp, err := bytepool.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,7 @@ func TestBounded_BudgetAlertTracksRegionAndFallbacks(t *testing.T) {
 	// The region holds two buffers; the alert is at the whole region
 	// (WithBudgetAlert may not ask for more than WithBudget).
 	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithMaxSize(size),
-		bytepool.WithBudget(2*size), bytepool.WithShards(1), bytepool.WithBudgetAlert(2*size, a.fn))
+		bytepool.WithBudget(2*size), bytepool.WithBudgetAlert(2*size, a.fn))
 	if up, _ := a.counts(); up != 0 {
 		t.Fatalf("alert before any Get: used %d", a.lastUsed)
 	}
@@ -249,7 +249,7 @@ func TestBounded_BudgetAlertMayCallThePool(t *testing.T) {
 				p.Put(p.Get(size))
 			}
 			p = mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithMaxSize(size),
-				bytepool.WithBudget(2*size), bytepool.WithShards(1), bytepool.WithBudgetAlert(2*size, fn))
+				bytepool.WithBudget(2*size), bytepool.WithBudgetAlert(2*size, fn))
 			get, put := p.Get, p.Put
 			if path == "Cache" {
 				c := p.NewCache()

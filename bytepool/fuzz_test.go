@@ -50,9 +50,6 @@ func runFuzzBody(t *testing.T, data []byte) {
 		case 2:
 			opts = append(opts, bytepool.WithZeroing())
 		}
-		if cfg&4 != 0 {
-			opts = append(opts, bytepool.WithShards(1))
-		}
 		p, err := bytepool.New(opts...)
 		if err != nil {
 			t.Fatal(err)

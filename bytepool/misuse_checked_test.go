@@ -39,7 +39,7 @@ func eachFront(t *testing.T, f func(t *testing.T, p *bytepool.Pool, gp getPut)) 
 	for _, pc := range policies {
 		for _, front := range []string{"pool", "cache"} {
 			t.Run("policy="+pc.name+"/front="+front, func(t *testing.T) {
-				p := mustNew(t, append(pc.opts[:len(pc.opts):len(pc.opts)], bytepool.WithShards(1))...)
+				p := mustNew(t, pc.opts...)
 				gp := getPut{front, p.Get, p.Put}
 				if front == "cache" {
 					c := p.NewCache()

@@ -38,7 +38,7 @@ func TestRelease_DoubleFree(t *testing.T) {
 		if race.Enabled {
 			t.Skip("sync.Pool drops buffers at random under the race detector")
 		}
-		p := mustNew(t, bytepool.WithShards(1))
+		p := mustNew(t)
 		// The mark is cleared when the buffer is handed out, so a user's
 		// bytes never look idle: Put after Get, Get, Put again works.
 		c := p.NewCache()
@@ -50,7 +50,7 @@ func TestRelease_DoubleFree(t *testing.T) {
 		// again, to a new user whose writes cleared the mark. The buffer is
 		// then idle while in use, so a later Get shares it; only the checked
 		// build (or a Bounded pool) reports it.
-		q := mustNew(t, bytepool.WithShards(1))
+		q := mustNew(t)
 		late := q.Get(1000)
 		q.Put(late)
 		owner := q.Get(1000)
@@ -86,13 +86,13 @@ func TestRelease_ForeignFree(t *testing.T) {
 		// memory from its own and keeps it: memory-safe, since the caller
 		// gave it up, but counted as a Free. A Bounded pool takes it for a
 		// heap fallback and drops it.
-		p := mustNew(t, bytepool.WithShards(1))
+		p := mustNew(t)
 		foreign := make([]byte, 128)
 		p.Put(foreign)
 		if addr(p.Get(128)) != addr(foreign) {
 			t.Fatal("documented behaviour changed: update the docs")
 		}
-		b := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithShards(1))
+		b := mustNew(t, bytepool.WithPolicy(bytepool.Bounded))
 		b.Put(foreign)
 		for range 200 {
 			if addr(b.Get(128)) == addr(foreign) {
@@ -130,7 +130,7 @@ func TestRelease_WriteAfterFreeAndOverflowStayInTheBuffer(t *testing.T) {
 	// past the length
 	// stays within the buffer's capacity, which is locked to its class, so
 	// no other buffer is touched.
-	p := mustNew(t, bytepool.WithShards(1))
+	p := mustNew(t)
 	neighbour := p.Get(100)
 	memtest.Fill(neighbour, 1)
 	b := p.Get(100)

@@ -61,7 +61,7 @@ var mistakes = []memtest.Mistake{
 		Setup: func(t testing.TB) (func(), func() error) {
 			// A Bounded pool with one shard reuses the buffer just put
 			// back, in every build but the checked one.
-			p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithShards(1))
+			p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded))
 			intact := bystanders(p, 6, 0)
 			b := p.Get(100)
 			p.Put(b)

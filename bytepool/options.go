@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/memkit/memkit/internal/budget"
-	"github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/internal/sizeclass"
 	"github.com/memkit/memkit/internal/sysmem"
 )
@@ -18,8 +17,8 @@ const (
 	// class, with a reserve behind it that no GC cycle empties. It keeps
 	// what the recent peak of demand needed and gives the rest back to the
 	// GC once a whole [RetentionPeriod] passed without a Get needing it:
-	// memory kept after a burst goes back within two periods (see the
-	// package documentation, "Retention").
+	// memory kept after a burst goes back within two periods (see
+	// [RetentionPeriod]).
 	Elastic Policy = iota
 	// Bounded reserves one region of Budget bytes up front and carves every
 	// buffer out of it, so the pool holds no per-buffer GC objects and never
@@ -56,7 +55,6 @@ type config struct {
 	minSize, maxSize, perDoubling int
 	policy                        Policy
 	zeroed                        bool
-	shards                        int
 	sampleBits                    int // Elastic: count 1 in 2^sampleBits buffers (0: every one)
 }
 
@@ -66,7 +64,6 @@ func defaultConfig() config {
 		maxSize:     DefaultMaxSize,
 		perDoubling: DefaultPerDoubling,
 		policy:      Elastic,
-		shards:      shard.PerP(8, 64),
 		sampleBits:  sampleBits,
 	}
 }
@@ -95,8 +92,6 @@ func configure(opts []Option) (config, *sizeclass.Table, error) {
 // size classes (sizeclass.New checks those), one rule per case.
 func (c *config) check() error {
 	switch {
-	case c.shards < 1 || c.shards > 1<<16:
-		return fmt.Errorf("%sShards %d must be between 1 and 65536", prefix, c.shards)
 	case uint64(max(c.maxSize, 0)) > sysmem.MaxAlloc:
 		return fmt.Errorf("%sMaxSize %d is more than any one allocation can be (at most %d); lower it", prefix, c.maxSize, sysmem.MaxAlloc)
 	case c.policy != Elastic && c.policy != Bounded:
@@ -204,9 +199,3 @@ func WithExactStats() Option { return func(c *config) { c.sampleBits = 0 } }
 // capacity, is zero. Without it (the default) a reused buffer holds whatever
 // its previous user wrote.
 func WithZeroing() Option { return func(c *config) { c.zeroed = true } }
-
-// WithShards is kept for code written against earlier versions: it must
-// be between 1 and 65536, and has no effect. A [Bounded] pool, like an
-// [Elastic] one, keeps its idle buffers per P (see the package
-// documentation) and has no shards.
-func WithShards(n int) Option { return func(c *config) { c.shards = n } }

@@ -73,7 +73,6 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		{bytepool.WithMaxSize(32), "memkit/bytepool: MaxSize 32 < MinSize 64"},
 		{bytepool.WithClassesPerDoubling(3), "memkit/bytepool: ClassesPerDoubling 3 must be a power of two between 1 and 64"},
 		{bytepool.WithClassesPerDoubling(16), "memkit/bytepool: MinSize 64 with ClassesPerDoubling 16 gives classes 4 bytes apart; need at least 8 (raise MinSize or lower ClassesPerDoubling)"},
-		{bytepool.WithShards(0), "memkit/bytepool: Shards 0 must be between 1 and 65536"},
 		{bytepool.WithPolicy(7), "memkit/bytepool: Policy 7 is neither Elastic nor Bounded"},
 	} {
 		p, err := bytepool.New(tc.opt)
@@ -242,7 +241,7 @@ func TestBounded_DoubleFreePanics(t *testing.T) {
 func TestBounded_BudgetExhaustion(t *testing.T) {
 	const size = 64 << 10
 	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithMaxSize(size),
-		bytepool.WithBudget(2*size), bytepool.WithShards(1))
+		bytepool.WithBudget(2*size))
 	if p.RegionSize() != 2*size {
 		t.Fatalf("region = %d; want %d", p.RegionSize(), 2*size)
 	}
@@ -295,7 +294,7 @@ func TestBounded_StealsFromOtherShardsBeforeFallingBack(t *testing.T) {
 }
 
 func TestPool_Zeroing(t *testing.T) {
-	p := mustNew(t, bytepool.WithZeroing(), bytepool.WithShards(1))
+	p := mustNew(t, bytepool.WithZeroing())
 	b := p.Get(1000)
 	for i := range b[:cap(b)] {
 		b[:cap(b)][i] = 0xAA

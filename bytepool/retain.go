@@ -37,7 +37,7 @@ import (
 
 // RetentionPeriod is the retention period of an [Elastic] pool: at the end
 // of each, a class gives back the idle buffers no Get needed during all of
-// it (see the package documentation, "Retention").
+// it (docs/bytepool.md, "Retention", has the whole rule).
 const RetentionPeriod = time.Second
 
 // drainMax bounds the buffers one tending step takes out of a class's

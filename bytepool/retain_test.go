@@ -56,7 +56,7 @@ func exactPools(t *testing.T) {
 }
 
 // retainModel is what an Elastic class holds idle, by the rule the
-// package documentation states: idle buffers in the sync.Pool (s), in the
+// docs/bytepool.md ("Retention") states: idle buffers in the sync.Pool (s), in the
 // reserve (r), the reserve's low-water mark in the current period, its
 // shortfall, and how many the reserve gave back.
 type retainModel struct {

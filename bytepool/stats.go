@@ -18,7 +18,7 @@ import (
 // slot with a plain add, and ReadStats sums the slots: no shared counter,
 // no locked instruction, whatever the options). The Allocs, Frees,
 // LiveObjects and InUseBytes of an [Elastic] pool's own Get and Put are
-// estimated from a sample of the buffers (see the package documentation,
+// estimated from a sample of the buffers (see docs/bytepool.md,
 // "Statistics"); its ReservedBytes, the buffers made and not yet collected
 // by the GC, is exact as of the last GC.
 func (p *Pool) ReadStats(st *stats.Stats) {

@@ -11,8 +11,7 @@ import (
 )
 
 // The blocks: reserved on demand, found by address, given back with
-// hysteresis (see the package documentation, "Blocks, growth, limits and
-// Trim").
+// hysteresis (see docs/extent.md, "Blocks, growth, limits and Trim").
 
 // block is one piece of memory the allocator carves ranges from.
 type block struct {

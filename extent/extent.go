@@ -201,8 +201,8 @@ func (a *Allocator) take(x int32, n int) []byte {
 // already free, and with "memkit/extent: foreign memory" if b is not inside
 // one block of this allocator. Both are detected from the free ranges
 // alone, those of the index and the few of the front cache, with no
-// per-allocation state. The checked build (see the package documentation)
-// reports these and more with a *memkit.Misuse.
+// per-allocation state. The checked build (see docs/extent.md, "Checked
+// build") reports these and more with a *memkit.Misuse.
 //
 // The freed range may wait in the front cache, where a Malloc of its exact
 // size takes it back, until it is merged with its neighbours in the index:

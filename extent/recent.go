@@ -4,7 +4,7 @@ import "unsafe"
 
 // The front cache: the last ranges freed wait here, unmerged, until a
 // Malloc of exactly the size of one takes it back without a descent of the
-// index (see the package documentation, "The front cache").
+// index (see docs/extent.md, "The front cache").
 
 // recentCap bounds the front cache: few enough that scanning it costs a
 // few nanoseconds, enough for the allocations a loop frees and makes again.

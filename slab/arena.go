@@ -62,7 +62,7 @@ import (
 // a DecRef through an old buffer after its chunk was handed out again
 // cannot be told from the new owner's: where a buffer's lifetime is not
 // obvious, keep a [Loc] instead, which detects it, and run tests in the
-// checked build (see the package doc), which catches it.
+// checked build (see docs/slab.md, "Checked build"), which catches it.
 type Arena struct {
 	classes   []class
 	tab       []uint16 // class of n, indexed by (n+7)>>3, n <= tabMax

@@ -686,7 +686,7 @@ func TestShared_SlabTable(t *testing.T) {
 	for _, size := range []int{4096, 5000, 1 << 20, 3 << 19} {
 		for round := range 50 {
 			var bases []uintptr
-			p := uintptr(1<<32 + rng.IntN(1<<20))
+			p := uintptr(uint64(1)<<32 + uint64(rng.IntN(1<<20))) // above 4 GiB on 64-bit; compiles on 32-bit
 			for range 1 + rng.IntN(40) {
 				if round%2 == 0 {
 					p += uintptr(rng.IntN(3 * size)) // a gap, or none

@@ -80,6 +80,17 @@ func init() {
 				run: func(b *testing.B) { getPut(b, im.new(), []int{n}) }})
 		}
 	}
+	// The parallel workload has no single-goroutine Allocator: its "memkit"
+	// is the Shared allocator, so the ratio column compares with it.
+	workloadDocs["ExtentMallocFreeParallel"] = "the Shared extent allocator's Malloc and Free of one size on every P at once"
+	for _, n := range []int{64, 4 << 10, 64 << 10} {
+		w := "ExtentMallocFreeParallel/size=" + sizeName(n)
+		register(
+			bench{workload: w, impl: "memkit", run: func(b *testing.B) { getPutParallel(b, extentShared{must(extent.NewShared())}, n) }},
+			bench{workload: w, impl: "syncpool", run: func(b *testing.B) { getPutParallel(b, new(syncPool), n) }},
+			bench{workload: w, impl: "bytepool", run: func(b *testing.B) { getPutParallel(b, memkitPool{must(bytepool.New())}, n) }},
+		)
+	}
 	for _, im := range extentImpls {
 		register(bench{workload: "ExtentRandomLive/live=1000", impl: im.name,
 			run: func(b *testing.B) { randomLive(b, im.new(), extentSizes(), extentLive) }})
