@@ -114,10 +114,13 @@ type Buffer struct {
 
 	index int32  // the FixedPool buffer's index, or -1 for a miss
 	state uint32 // stLive or stFree; atomic for a FixedPool miss
-	uses  uint32 // storage returns, for calibration sampling
+	uses  uint16 // storage returns, for calibration sampling (mod 2^16)
 	owned bool   // buf is bytepool storage, returned on Free
 	hdr   bool   // the header comes from Pool.Get and goes back there
-	probe [1]byte
+	// sampled is the keep.Keeper's InSample of owned storage, asked once
+	// when it is taken rather than at every Free and Get that keep it.
+	sampled bool
+	probe   [1]byte
 
 	// lastRead is what the last call did, as bytes.Buffer's, so that
 	// UnreadByte and UnreadRune know what they may undo: opInvalid after
@@ -273,12 +276,28 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	if checked.Enabled {
 		b.check("Write")
 	}
-	if len(p) > cap(b.buf)-len(b.buf) && !b.grow(len(p)) {
+	buf := b.buf
+	l := len(buf)
+	if len(p) > cap(buf)-l {
+		return b.writeSlow(p)
+	}
+	n := l + len(p)
+	// A reslice and a copy rather than append: only the length is stored
+	// back, with no write barrier for the unchanged pointer; buf, the
+	// header's slice read once, spares the bounds checks.
+	b.buf = b.buf[:n]
+	b.lastRead = opInvalid
+	copy(buf[l:n], p)
+	return len(p), nil
+}
+
+// writeSlow is Write when p does not fit the room there is: it grows, or
+// reports the refusal of a Strict or budgeted FixedPool buffer.
+func (b *Buffer) writeSlow(p []byte) (int, error) {
+	if !b.grow(len(p)) {
 		return 0, b.refuse()
 	}
 	b.lastRead = opInvalid
-	// A reslice and a copy rather than append: only the length is stored
-	// back, with no write barrier for the unchanged pointer.
 	l := len(b.buf)
 	b.buf = b.buf[:l+len(p)]
 	copy(b.buf[l:], p)
@@ -525,7 +544,7 @@ func (b *Buffer) grow(n int) bool {
 	} else if b.fp != nil {
 		b.fp.countExpansion()
 	}
-	b.buf, b.off, b.owned = nb, 0, true
+	b.buf, b.off, b.owned, b.sampled = nb, 0, true, p.keeper.InSample(nb)
 	b.lastRead = opInvalid
 	return true
 }

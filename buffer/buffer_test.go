@@ -363,6 +363,15 @@ func TestPool_WithDefaultSizeIsFixed(t *testing.T) {
 		t.Fatalf("cap %d, DefaultSize %d; want 10000", b.Cap(), p.DefaultSize())
 	}
 	b.Free()
+	// Short Buffers, past several calibrations' worth of samples, leave it.
+	for range 4096 {
+		b := p.Get()
+		b.WriteByte(1)
+		b.Free()
+	}
+	if p.DefaultSize() != 10000 {
+		t.Fatalf("DefaultSize %d after 4096 one-byte Buffers; want 10000", p.DefaultSize())
+	}
 }
 
 func TestPool_ReadStatsCountsStorage(t *testing.T) {
@@ -383,6 +392,29 @@ func TestPool_ReadStatsCountsStorage(t *testing.T) {
 	}
 	if p.BytePool() == nil {
 		t.Fatal("no BytePool")
+	}
+}
+
+// Storage a GetSize took is kept by the idle header as a first write's is,
+// and counted the same way: given back on every Free, taken on every reuse
+// (the header asks whether its storage is in the count's sample when
+// GetSize takes it, not at each Free).
+func TestPool_IdleHeaderKeepsGetSizeStorage(t *testing.T) {
+	if checked.Enabled {
+		t.Skip("the checked build never reuses a header")
+	}
+	p := mustPool(t, buffer.WithDefaultSize(1000))
+	for i := range 100 {
+		b := p.GetSize(1000)
+		b.WriteByte(byte(i))
+		if st := readStats(p); st.LiveObjects != 1 || st.Allocs != st.Frees+1 {
+			t.Fatalf("GetSize %d, before its Free: %+v", i, st)
+		}
+		b.Free()
+	}
+	st := readStats(p)
+	if st.LiveObjects != 0 || st.Allocs != st.Frees || st.Allocs < 100 {
+		t.Fatalf("after 100 GetSize+Free: %+v", st)
 	}
 }
 

@@ -125,6 +125,7 @@ type fixedEntry struct {
 	flip uint8   // the header the next checkout uses; the other is out
 	out  bool    // checked build: dbg is out
 	dbg  *Buffer // checked build: the header of the last checkout, or nil
+	mem  []byte  // the buffer's storage, length 0, capacity the pool's size
 	hdr  [2]Buffer
 	// Three cache lines an entry (two on 32-bit platforms, whose headers
 	// are smaller), so that neighbouring buffers' words and headers, which
@@ -133,11 +134,11 @@ type fixedEntry struct {
 }
 
 // fixedEntryPad pads a fixedEntry to a multiple of 64 bytes: its fields
-// take 40 bytes and 14 pointers' worth (the word, flip and out, dbg, and
-// two Buffers of 6 pointers and 16 bytes each), which a test checks.
+// take 40 bytes and 17 pointers' worth (the word, flip and out, dbg, mem,
+// and two Buffers of 6 pointers and 16 bytes each), which a test checks.
 // (unsafe.Sizeof(fixedEntry{}) cannot size it: the type would refer to
 // itself through Buffer.)
-const fixedEntryPad = (64 - (40+14*unsafe.Sizeof(uintptr(0)))%64) % 64
+const fixedEntryPad = (64 - (40+17*unsafe.Sizeof(uintptr(0)))%64) % 64
 
 // isOut reports whether b is the header through which the buffer, which its
 // state word shows checked out, was checked out.
@@ -145,7 +146,7 @@ func (sl *fixedEntry) isOut(b *Buffer) bool {
 	if checked.Enabled {
 		return sl.out && sl.dbg == b
 	}
-	return &sl.hdr[sl.flip^1] == b
+	return &sl.hdr[(sl.flip^1)&1] == b
 }
 
 // A buffer's state word: its idle bit, and its checkouts above it.
@@ -211,6 +212,8 @@ func NewFixedPool(count, size int, opts ...FixedOption) (*FixedPool, error) {
 		for k := range p.entries[i].hdr {
 			p.entries[i].hdr[k] = Buffer{pool: grow, fp: p, index: int32(i), state: stFree}
 		}
+		off := i * stride
+		p.entries[i].mem = p.mem[off : off : off+size]
 		p.entries[i].w.Store(idleBit)
 	}
 	owned.Add(p.mem, "buffer.FixedPool", true)
@@ -225,7 +228,7 @@ func (p *FixedPool) Checkout() *Buffer {
 	k := p.home()
 	e := &p.entries[k]
 	if w := e.w.Load(); w&idleBit != 0 && e.w.CompareAndSwap(w, w-idleBit+oneCheckout) {
-		return p.take(int(k))
+		return p.take(e, int(k))
 	}
 	return p.checkoutSlow(k, false)
 }
@@ -242,25 +245,25 @@ func (p *FixedPool) TryCheckout() (*Buffer, bool) {
 	return b, b != nil
 }
 
-// take hands out buffer i, whose bit the caller cleared: its next header,
-// ready for use.
-func (p *FixedPool) take(i int) *Buffer {
+// take hands out buffer i, whose entry is sl and whose bit the caller
+// cleared: its next header, ready for use.
+func (p *FixedPool) take(sl *fixedEntry, i int) *Buffer {
 	if checked.Enabled {
 		return p.takeChecked(i)
 	}
-	sl := &p.entries[i]
-	b := &sl.hdr[sl.flip]
+	f := sl.flip & 1 // 0 or 1 already: the mask only spares a bounds check
+	b := &sl.hdr[f]
 	// Detach the header of the previous checkout from the storage: a
 	// stale write through it then grows into fresh memory rather than
 	// into this checkout's buffer (keeping the pointer: no write barrier).
-	prev := &sl.hdr[sl.flip^1]
+	prev := &sl.hdr[f^1]
 	prev.buf, prev.off = prev.buf[:0:0], 0
-	sl.flip ^= 1
+	sl.flip = f ^ 1
 	// The header's pool, fp and index never change. Close left off zero and
 	// owned false, but a stale write through the header since may have
 	// grown it into bytepool storage (which the GC takes back): reset
 	// them, or the next Close would give the buffer's reserved memory to bytepool.
-	b.buf, b.off, b.owned, b.lastRead = p.mem[i*p.size:i*p.size:(i+1)*p.size], 0, false, opInvalid
+	b.buf, b.off, b.owned, b.lastRead = sl.mem, 0, false, opInvalid
 	return b
 }
 
@@ -306,21 +309,26 @@ func (p *FixedPool) takeAny(k uintptr) *Buffer {
 		e := &p.entries[i]
 		for w := e.w.Load(); w&idleBit != 0; w = e.w.Load() {
 			if e.w.CompareAndSwap(w, w-idleBit+oneCheckout) {
-				return p.take(int(i))
+				return p.take(e, int(i))
 			}
 		}
 	}
 	return nil
 }
 
-// closeFast is the release build's Close of a reserved buffer (b.index >= 0,
-// which the caller checks) that did not expand, inlined into Close and Free: it reports whether it closed b.
+// closeFast is the release build's Close of a reserved buffer that did not
+// expand, inlined into Close and Free: it reports whether it closed b.
 // When it reports false it changed nothing, and close decides (a miss,
 // expanded storage, a stale or second Close, or a compare-and-swap lost to
 // a neighbour).
 func (p *FixedPool) closeFast(b *Buffer) bool {
-	e := &p.entries[b.index]
-	if b.owned || &e.hdr[e.flip^1] != b {
+	// One unsigned test for both a miss (index -1) and the bounds check.
+	i := uint(b.index)
+	if i >= uint(len(p.entries)) || b.owned {
+		return false
+	}
+	e := &p.entries[i]
+	if &e.hdr[(e.flip^1)&1] != b {
 		return false
 	}
 	w := e.w.Load()

@@ -18,7 +18,7 @@ func (b *Buffer) Free() {
 		b.checkFree("Free")
 	}
 	if b.fp != nil {
-		if !checked.Enabled && b.index >= 0 && b.fp.closeFast(b) {
+		if !checked.Enabled && b.fp.closeFast(b) {
 			return
 		}
 		if b.fp.close(b, "Free") != nil {
@@ -42,9 +42,10 @@ func (b *Buffer) Free() {
 	// makes one call fewer: a header from Get keeps its storage while
 	// idle. The Free that samples the length for calibration goes the
 	// long way.
-	if !checked.Enabled && b.hdr && b.owned && b.uses%sampleEvery != 0 && cap(b.buf) <= keepMax {
+	// (Keep refuses storage over keepMax: see Pool.keeper.)
+	if !checked.Enabled && b.hdr && b.owned && b.uses%sampleEvery != 0 {
 		if p := b.pool; p.keeper.Keep(b.buf) {
-			p.keeper.Kept(b.buf)
+			p.keeper.Kept(b.buf, b.sampled)
 			b.uses++
 			b.idle(p)
 			return
@@ -61,7 +62,7 @@ func (b *Buffer) Close() error {
 		b.checkFree("Close")
 	}
 	if b.fp != nil {
-		if !checked.Enabled && b.index >= 0 && b.fp.closeFast(b) {
+		if !checked.Enabled && b.fp.closeFast(b) {
 			return nil
 		}
 		return b.fp.close(b, "Close")
@@ -88,8 +89,8 @@ func (b *Buffer) release() {
 			p.cal.record(len(b.buf))
 		}
 		b.uses++
-		if b.hdr && !checked.Enabled && cap(b.buf) <= keepMax && p.keeper.Keep(b.buf) {
-			p.keeper.Kept(b.buf)
+		if b.hdr && !checked.Enabled && p.keeper.Keep(b.buf) {
+			p.keeper.Kept(b.buf, b.sampled)
 			// The header keeps its storage while idle, as bytebufferpool's
 			// ByteBuffer does: the next Get's first write needs no second
 			// pool round trip. bytepool counts it as put back.

@@ -53,12 +53,13 @@ import (
 // bytebufferpool's Put costs one), and the cost of calibration stays flat
 // as cores are added. The first calibration comes after 512 Frees.
 type Pool struct {
-	bp        *bytepool.Pool
-	keeper    *keep.Keeper // bp's: how an idle header keeps its storage
-	hdrs      sync.Pool
-	fixedSize int // WithDefaultSize, or 0 to calibrate
-	cal       calibrator
-	track     *checked.Tracker // checked build only: the Buffers out
+	bp *bytepool.Pool
+	// keeper is bp's, copied, its TabEnd lowered to keepMax+1: how an idle
+	// header keeps its storage, and that it keeps at most keepMax bytes.
+	keeper keep.Keeper
+	hdrs   sync.Pool
+	cal    calibrator       // its size is WithDefaultSize's, if given
+	track  *checked.Tracker // checked build only: the Buffers out
 }
 
 // NewPool returns a pool configured by opts ([WithBytePool],
@@ -94,8 +95,13 @@ func NewPool(opts ...PoolOption) (*Pool, error) {
 	if cfg.setDefault && (cfg.defaultSize < 1 || cfg.defaultSize > maxSize) {
 		return nil, errorf("DefaultSize %d must be between 1 and %d", cfg.defaultSize, maxSize)
 	}
-	p := &Pool{bp: bp, keeper: keep.Of(bp), fixedSize: cfg.defaultSize}
+	p := &Pool{bp: bp, keeper: *keep.Of(bp)}
+	p.keeper.TabEnd = min(p.keeper.TabEnd, keepMax+1)
 	p.cal.max = int64(maxSize)
+	if cfg.defaultSize > 0 {
+		p.cal.size.Store(int64(cfg.defaultSize))
+		p.cal.fixed = true
+	}
 	if checked.Enabled {
 		p.track = checked.NewTracker("buffer")
 		checked.Register(p, p.track)
@@ -117,7 +123,7 @@ func (p *Pool) Get() *Buffer {
 		// takes the default size, as documented.
 		if !p.keeper.Reuse(b.buf) {
 			b.buf, b.owned = nil, false
-		} else if p.keeper.Reused(b.buf); cap(b.buf) < p.defaultSize() {
+		} else if p.keeper.Reused(b.buf, b.sampled); cap(b.buf) < p.defaultSize() {
 			p.bp.Put(b.buf)
 			b.buf, b.owned = nil, false
 		}
@@ -149,7 +155,7 @@ func (p *Pool) GetSize(n int) *Buffer {
 			p.bp.Put(b.buf) // the storage the header kept is too small
 		}
 		b.buf = p.bp.Get(n)[:0]
-		b.owned = true
+		b.owned, b.sampled = true, p.keeper.InSample(b.buf)
 	}
 	if checked.Enabled {
 		p.track.Alloc(uintptr(unsafe.Pointer(b)), n, checked.SkipWithin(pkgPath))
@@ -162,12 +168,7 @@ func (p *Pool) GetSize(n int) *Buffer {
 // takes what it needs), or the size set by [WithDefaultSize].
 func (p *Pool) DefaultSize() int { return p.defaultSize() }
 
-func (p *Pool) defaultSize() int {
-	if p.fixedSize > 0 {
-		return p.fixedSize
-	}
-	return int(p.cal.size.Load())
-}
+func (p *Pool) defaultSize() int { return int(p.cal.size.Load()) }
 
 // BytePool returns the bytepool.Pool the buffers' storage comes from.
 func (p *Pool) BytePool() *bytepool.Pool { return p.bp }
@@ -211,9 +212,10 @@ func ReadStats(s *stats.Stats) { defaultPool.ReadStats(s) }
 // calibrator keeps the histogram of sampled Buffer lengths and the default
 // size derived from it.
 type calibrator struct {
-	size atomic.Int64 // read by every first write: on a line of its own
-	max  int64
-	_    [48]byte
+	size  atomic.Int64 // read by every first write: on a line of its own
+	max   int64
+	fixed bool // size is WithDefaultSize's: calibration leaves it
+	_     [47]byte
 
 	counts  [calBuckets]atomic.Uint32
 	samples atomic.Uint32
@@ -244,7 +246,7 @@ func (c *calibrator) record(n int) {
 // halves the histogram. One goroutine runs it at a time; a sample recorded
 // meanwhile may be lost, which only makes the median slightly older.
 func (c *calibrator) calibrate() {
-	if !c.busy.CompareAndSwap(false, true) {
+	if c.fixed || !c.busy.CompareAndSwap(false, true) {
 		return
 	}
 	var n [calBuckets]uint32

@@ -798,7 +798,7 @@ func TestPool_KeepAndReuse(t *testing.T) {
 	if !k.Keep(b) {
 		t.Fatal("Keep of a class buffer of an Elastic pool refused")
 	}
-	k.Kept(b)
+	k.Kept(b, k.InSample(b))
 	if s := readStats(p); s.Allocs != 1 || s.Frees != 1 || s.LiveObjects != 0 {
 		t.Fatalf("after Keep: %v", &s)
 	}
@@ -809,7 +809,7 @@ func TestPool_KeepAndReuse(t *testing.T) {
 	if !k.Reuse(b) || [8]byte(b[:8]) != [8]byte{} {
 		t.Fatal("Reuse of a kept buffer failed, or left its mark")
 	}
-	k.Reused(b)
+	k.Reused(b, k.InSample(b))
 	if s := readStats(p); s.Allocs != 2 || s.LiveObjects != 1 {
 		t.Fatalf("after Reuse: %v", &s)
 	}

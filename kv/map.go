@@ -51,17 +51,18 @@ const MaxValueLen = 1 << 30
 // back as soon as it is deleted). The index takes 8 bytes per slot and
 // grows by doubling when a shard's table is 13/16 full: 10 to 20 bytes per
 // entry. Deleting or overwriting an entry leaves its bytes dead in their
-// segment; once a shard's dead bytes pass 1/16 of its segments' bytes (and
+// segment; once a shard's dead bytes pass 1/32 of its segments' bytes (and
 // 64 KiB), the Set or Delete that pushed them there compacts the segment
 // with the most dead bytes: its live entries slide down over the dead ones
 // and the index follows. The room freed at the segment's end is where later
 // Sets append, so overwrites in steady state reuse resident memory without a
-// system call or a page fault; once a shard holds more such room than one
-// segment (or its live bytes, if fewer) plus 1/32 of its entries' bytes,
-// compaction gives the freed pages back to the OS (madvise) instead. A segment left with no live entry is
-// unmapped. So the resident memory stays within about 3/32 of the live
-// entries plus one segment per shard, plus up to one partly written page
-// per segment and the index, after any mix of overwrites and deletes of any
+// system call or a page fault; once a shard holds more such room than a
+// quarter segment (or its live bytes, if fewer) plus 1/128 of its entries'
+// bytes, compaction gives the freed pages back to the OS (madvise) instead.
+// A segment left with no live entry is unmapped. So the resident memory
+// stays within about 5/128 of the live entries plus a quarter segment per
+// shard, plus up to one partly written page per segment and the index,
+// after any mix of overwrites and deletes of any
 // sizes. Compaction holds only the shard's write lock, for at most one
 // segment's copy (256 KiB): readers of the other shards never wait, and
 // readers of this one wait at most that long.

@@ -18,7 +18,7 @@ const (
 	hdrSize    = 8         // entry header: value length, key length, flags
 	initSlots  = 512       // a shard's first index table: one 4 KiB page
 	compactMin = 64 << 10  // dead bytes a shard keeps before it compacts
-	deadShare  = 16        // and the share of its segments' bytes: 1/deadShare
+	deadShare  = 32        // and the share of its segments' bytes: 1/deadShare
 	pageSize   = 4096      // the unit of what ReservedBytes counts
 	maxSegs    = 1<<segBits - 1
 )
@@ -615,9 +615,11 @@ func (s *shard) shrink(c *segment, w int) {
 }
 
 // maxSlack is the slack a shard keeps resident: as many bytes as its live
-// entries take, up to one segment, and 1/32 of its entries' bytes; so an
-// emptied shard keeps none.
-func (s *shard) maxSlack() int { return min(s.m.segSize, s.live) + s.used/(2*deadShare) }
+// entries take, up to a quarter segment, and 1/128 of its entries' bytes;
+// so an emptied shard keeps none. (A compaction frees a few tens of KiB,
+// which the next Sets fill; 1/32 and a whole segment cost a large Map 4%
+// more RSS after a minute of overwrites.)
+func (s *shard) maxSlack() int { return min(s.m.segSize/4, s.live) + s.used/128 }
 
 // evictSome makes room when the budget refuses the shard memory: it evicts
 // from the shard's own oldest segment or, when the shard holds nothing to

@@ -23,7 +23,10 @@ var Of func(pool any) *Keeper
 
 // Keeper is what Keep and Reuse read of an Elastic bytepool.Pool that
 // neither zeroes nor checks, copied when the pool is made; the zero Keeper
-// (any other pool) keeps nothing.
+// (any other pool) keeps nothing. It never changes once the pool is made,
+// so a user may hold a copy (one load fewer per use than through the
+// pointer Of returns), and may lower the copy's TabEnd to keep only
+// smaller buffers.
 type Keeper struct {
 	// TabEnd bounds the capacities Keep takes: the pool's lookup table's
 	// end (0 for a pool whose buffers cannot be kept); Tab is the table,
@@ -88,10 +91,19 @@ func (k *Keeper) Keep(b []byte) bool {
 	return true
 }
 
+// InSample reports whether b, a buffer Get of the pool returned, whole, is
+// in the pool's sample: whether Kept and Reused count it. It depends on b's
+// address only, so a caller that holds b across many Keeps and Reuses asks
+// once, when it takes b, and passes the answer to each.
+func (k *Keeper) InSample(b []byte) bool {
+	return Sampled(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])), k.SampleSeed, k.SampleMax)
+}
+
 // Kept counts b, which Keep marked, as put back: one atomic add on its
-// class's count if b is in the sample, nothing else.
-func (k *Keeper) Kept(b []byte) {
-	if ptr := unsafe.Pointer(unsafe.SliceData(b[:cap(b)])); Sampled(ptr, k.SampleSeed, k.SampleMax) {
+// class's count if b is in the sample (sampled, as InSample reported),
+// nothing else.
+func (k *Keeper) Kept(b []byte, sampled bool) {
+	if sampled {
 		k.counter(cap(b), k.PutsOff).Add(1)
 	}
 }
@@ -111,9 +123,10 @@ func (k *Keeper) Reuse(b []byte) bool {
 	return true
 }
 
-// Reused counts b, which Reuse took back, as handed out.
-func (k *Keeper) Reused(b []byte) {
-	if ptr := unsafe.Pointer(unsafe.SliceData(b[:cap(b)])); Sampled(ptr, k.SampleSeed, k.SampleMax) {
+// Reused counts b, which Reuse took back, as handed out, if sampled (as
+// InSample reported).
+func (k *Keeper) Reused(b []byte, sampled bool) {
+	if sampled {
 		k.counter(cap(b), k.GetsOff).Add(1)
 	}
 }
