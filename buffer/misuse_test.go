@@ -55,29 +55,17 @@ func releaseCorrupts(t testing.TB) {
 const msgDouble = "memkit/buffer: double free"
 
 // reported wraps a row's mistake so that, in the checked build, it also
-// checks what the row's columns do not: that the report's stacks start in
-// the code that got (and, with freed, first freed) the buffer — the
-// table's Setup, not the buffer package — and that its detail contains
-// detail. It then panics on with the same report, for RunMistakes to check
-// its kind. The release build runs mistake as it is.
+// checks what the row's columns do not (see memtest.Reported): that the
+// report's stacks start in the code that got (and, with freed, first
+// freed) the buffer — the table's Setup, not the buffer package — and that
+// its detail contains detail.
 func reported(t testing.TB, freed bool, detail string, mistake func()) func() {
-	if !checked.Enabled {
-		return mistake
-	}
-	return func() {
-		m, other := memtest.MisuseOf(mistake)
-		if m == nil {
-			if other != nil {
-				panic(other)
-			}
-			return
-		}
+	return memtest.Reported(mistake, func(m *checked.Misuse) {
 		checkStacks(t, m, "bufferMistakes", freed)
 		if !strings.Contains(m.Detail, detail) {
 			t.Errorf("report's detail %q; want it to contain %q", m.Detail, detail)
 		}
-		panic(m)
-	}
+	})
 }
 
 // checkStacks fails t unless m's allocation stack and, with freed, its

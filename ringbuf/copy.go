@@ -61,9 +61,10 @@ func (r *Ring) write(ctx context.Context, p []byte, op string) error {
 // alert calls the WithBudgetAlert callback for each crossing of its
 // threshold since the last call. It inlines into the calls that move the
 // positions (Write, Reserve, Read, Peek), where a ring without the option
-// pays one predictable branch.
+// pays one predictable branch on a field of its own (alertAt, not the
+// Edge's accessor in internal/budget).
 func (r *Ring) alert() {
-	if r.edge.Threshold() != 0 {
+	if r.alertAt != 0 {
 		r.crossed()
 	}
 }

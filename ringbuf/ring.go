@@ -61,8 +61,11 @@ type Ring struct {
 	rejected atomic.Uint64
 
 	// WithBudgetAlert's edge, its threshold rounded up to whole records
-	// (see Ring.alert); the zero Edge for none.
-	edge budget.Edge
+	// (see Ring.alert); the zero Edge for none. alertAt is a copy of that
+	// threshold, 0 for none: the one field the warm path reads, kept in
+	// the Ring so that Write and Read need no other file to decide.
+	edge    budget.Edge
+	alertAt int64
 
 	// The checked build's state (-tags memkitdebug); nil otherwise.
 	chk *ringChecked
@@ -144,7 +147,8 @@ func New(slots, slotSize int, opts ...Option) (*Ring, error) {
 		// ring's slots × slotSize bytes, so the product does not overflow.
 		threshold, fn := cfg.Alert()
 		records := (threshold-1)/int64(slotSize) + 1
-		r.edge = budget.NewEdge(records*int64(slotSize), fn)
+		r.alertAt = records * int64(slotSize)
+		r.edge = budget.NewEdge(r.alertAt, fn)
 	}
 	if checked.Enabled {
 		r.chk = newRingChecked(r)

@@ -77,8 +77,15 @@ type Arena struct {
 // and grow by growthFactor up to slabSize, carved from slabs of slabSize bytes
 // obtained from malloc (make when malloc is nil), as go-slab's NewArena.
 //
+// Chunk classes are rounded up to a multiple of 8 bytes and the last class
+// is the slab size: NewArena(10, 1000, 2, nil) has classes 16, 32, ...,
+// 512, 1000 where go-slab had 10, 20, ..., 640, 1280. Every request that
+// fit still fits; Stats reports the real chunkSize of each class.
+//
 // It panics with "memkit/goslab: NewArena: " and the reason for parameters
-// memkit's arena refuses (see the package doc); go-slab has no error result.
+// go-slab accepted and then misbehaved with (a growth factor of 1 or less,
+// a start chunk size above the slab size, a non-positive size); go-slab has
+// no error result.
 func NewArena(startChunkSize, slabSize int, growthFactor float64, malloc func(size int) []byte) *Arena {
 	a, err := mslab.NewArena(startChunkSize, slabSize, growthFactor, malloc)
 	if err != nil {

@@ -184,7 +184,7 @@ func TestArena_LocSliceAndRefs(t *testing.T) {
 	}
 }
 
-// The differences from go-slab the package doc lists: each panics, with
+// The differences from go-slab docs/migrating.md lists: each panics, with
 // memkit's message, where go-slab corrupted memory.
 func TestArena_DecRefTwicePanics(t *testing.T) {
 	arena := slab.NewArena(8, 1024, 2, nil)

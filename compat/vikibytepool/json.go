@@ -46,7 +46,9 @@ func (p *JsonPool) Unwrap() *buffer.FixedPool { return p.fp }
 // JsonItem is an Item with Viki's JSON writers, on a [buffer.JSON]: commas
 // and colons are placed automatically, strings are escaped as encoding/json
 // escapes them, and a call that would make the document invalid writes
-// nothing and is reported by Err.
+// nothing and is reported by Err. It embeds Item, not *Item as Viki's
+// did: the writers and methods are the same, but code that took the
+// embedded field (jsonItem.Item) gets a value.
 //
 // Each writer returns the number of bytes it wrote (0 when it wrote nothing:
 // a call out of sequence, or a Strict item without room). Like Item,

@@ -19,7 +19,10 @@ const (
 	// Expand (the default) moves the item to larger storage; the write
 	// succeeds and the pool counts an expansion.
 	Expand = buffer.Expand
-	// Strict refuses the write, writing nothing; see the package doc.
+	// Strict refuses the write, writing nothing: Write returns
+	// io.ErrShortWrite, WriteString 0, WriteByte io.ErrShortWrite, and
+	// ReadFrom keeps what fit and returns io.ErrShortWrite. Viki's item
+	// kept what fit and reported success.
 	Strict = buffer.Strict
 )
 
@@ -56,7 +59,10 @@ func newFixed(fn string, count, capacity int, opts []Option) *buffer.FixedPool {
 	return fp
 }
 
-// Checkout returns an empty item; give it back with Item.Close.
+// Checkout returns an empty item; give it back with Item.Close. It
+// allocates the Item header (about 40 bytes; a JsonItem about 110), so that
+// a Close through a stale Item is always refused; the capacity-sized
+// storage comes from the pool without allocating.
 func (p *Pool) Checkout() *Item { return &Item{b: p.fp.Checkout()} }
 
 // Len returns the number of items in the pool, ready for Checkout.

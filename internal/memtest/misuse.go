@@ -46,6 +46,28 @@ func MisuseOf(f func()) (m *checked.Misuse, other any) {
 	return nil, nil
 }
 
+// Reported wraps a misuse table row's mistake so that, in the checked
+// build, check sees the *checked.Misuse it panics with (its stacks, address
+// and detail, which the row's columns do not hold) before the panic goes
+// on, for RunMistakes to check its kind; any other panic goes on as it is.
+// The release build runs mistake as it is.
+func Reported(mistake func(), check func(m *checked.Misuse)) func() {
+	if !checked.Enabled {
+		return mistake
+	}
+	return func() {
+		m, other := MisuseOf(mistake)
+		if m == nil {
+			if other != nil {
+				panic(other)
+			}
+			return
+		}
+		check(m)
+		panic(m)
+	}
+}
+
 // CheckMisuse fails t unless m reports kind from op of allocator, with the
 // stacks that explain it: the allocation made by test, a function of the
 // package's external tests (if test is not ""), as the first frame of
