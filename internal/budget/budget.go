@@ -137,9 +137,6 @@ func NewEdge(threshold int64, fn func(used int64, above bool)) Edge {
 	return Edge{threshold: threshold, fn: fn}
 }
 
-// Threshold returns the threshold, 0 for an edge that never calls.
-func (e *Edge) Threshold() int64 { return e.threshold }
-
 // Flip compares used with the side last reported. If it is on the other
 // side, Flip records the new side, calls fn (unless a concurrent Flip
 // recorded it first) and returns true: the caller reloads its figure and
