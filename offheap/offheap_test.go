@@ -2,6 +2,7 @@ package offheap_test
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -259,4 +260,24 @@ func TestConcurrentAllocFree(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A size no system can serve (2^48 bytes, past the address space a
+// process gets) is an error from Alloc, on every platform: a refused mmap,
+// or the Go-heap twin's sysmem check, never the runtime's fatal "out of
+// memory" and never a mapping.
+func TestAlloc_UnservableSizeIsAnError(t *testing.T) {
+	const n = math.MaxInt>>15 + 1 // 2^48 with 64-bit ints
+	if n < 1<<30 {
+		t.Skip("32-bit: the size does not fit an int")
+	}
+	var before, after memkit.Stats
+	offheap.ReadStats(&before)
+	if b, err := offheap.Alloc(n); err == nil || b != nil {
+		t.Fatalf("Alloc(%d) = %d bytes, %v; want an error", n, len(b), err)
+	}
+	offheap.ReadStats(&after)
+	if after.InUseBytes != before.InUseBytes || after.Failures != before.Failures+1 {
+		t.Fatalf("stats after the refused Alloc: %v (before %v)", &after, &before)
+	}
 }
