@@ -395,20 +395,7 @@ func TestShared_Stress(t *testing.T) {
 	}
 	var allocs atomic.Uint64
 	errs := make(chan error, workers)
-	stopGC := make(chan struct{})
-	gcDone := make(chan struct{})
-	go func() { // forced GCs beside GOGC=1's
-		defer close(gcDone)
-		for {
-			select {
-			case <-stopGC:
-				return
-			default:
-				runtime.GC()
-				runtime.Gosched()
-			}
-		}
-	}()
+	stopGCs := memtest.ForceGCs() // beside GOGC=1's
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
@@ -471,8 +458,7 @@ func TestShared_Stress(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stopGC)
-	<-gcDone
+	stopGCs()
 	for w := range inbox { // what the workers sent last
 		close(inbox[w])
 		for h := range inbox[w] {
