@@ -80,10 +80,11 @@ type chunkRec struct {
 	slot  shard.Slot     // first: a ticket's slot is its record
 	ptr   unsafe.Pointer // the chunk's first byte
 	seg   *segment
+	idle  *shard.Idle   // its class's idle set (the segment's), one load nearer for Free
 	size  int           // the bytes handed out, written by Malloc
 	state atomic.Uint32 // chunkFront, chunkDetached or chunkGone; written under the shard's lock
 	frees uint32        // whole Frees back into the set; plain, atomic under the race detector
-	_     [64 - 16 - 3*unsafe.Sizeof(uintptr(0)) - 8]byte
+	_     [64 - 16 - 4*unsafe.Sizeof(uintptr(0)) - 8]byte
 }
 
 // countFree counts a Free of r's chunk back into its set.
@@ -206,17 +207,9 @@ func (t *chunkTable) at(i uintptr) *chunkEnt {
 	return (*chunkEnt)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.ents)), i*unsafe.Sizeof(chunkEnt{})))
 }
 
-// chunkAt returns the record of the chunk at address p, if the table has
-// one, and otherwise nil: its state may have changed since.
-func (t *chunkTable) chunkAt(p uintptr) *chunkRec {
-	i := shard.Mix(p) >> (t.shift & (bits.UintSize - 1))
-	if e := t.at(i); e.p.Load() == p {
-		return e.r.Load() // the usual case, inlined
-	}
-	return t.probe(i, p)
-}
-
-// probe is chunkAt past the first entry tried.
+// probe returns the record of the chunk at address p, if the table has
+// one, and otherwise nil (its state may have changed since), looking past
+// entry i, the first one tried, which Free tries inline.
 func (t *chunkTable) probe(i, p uintptr) *chunkRec {
 	for {
 		i = (i + 1) & t.mask
@@ -288,6 +281,8 @@ func (s *Shared) get(f *frontSet, n int) []byte {
 // discard drops the ticket the idle set made for a detached chunk's
 // recovered key (see Shared.detach): its cleanup brings the key back, for
 // the sweep.
+//
+//go:noinline
 func (s *Shared) discard(r *chunkRec) {
 	r.slot.Take()
 	s.discards.Add(1)
@@ -331,6 +326,7 @@ func (s *Shared) refill(f *frontSet, c int) bool {
 	for i := range sg.recs {
 		sg.recs[i].ptr = unsafe.Pointer(&mem[uintptr(i)*cs])
 		sg.recs[i].seg = sg
+		sg.recs[i].idle = sg.idle
 	}
 	s.segMu.Lock()
 	t := s.segs.Load().with(sg)
@@ -408,7 +404,7 @@ func (s *Shared) freeFront(b []byte) bool {
 	if whole != nil && n == 1 {
 		if tk := whole.slot.Take(); tk != nil {
 			whole.countFree()
-			whole.seg.idle.Put(tk)
+			whole.idle.Put(tk)
 			return true
 		}
 	}

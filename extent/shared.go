@@ -1,6 +1,7 @@
 package extent
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -151,7 +152,7 @@ func (s *Shared) Malloc(n int) []byte {
 			r := recOf(t.Key())
 			if r.state.Load() == chunkFront {
 				r.size = n
-				return unsafe.Slice((*byte)(r.ptr), n)
+				return unsafe.Slice((*byte)(r.ptr), uint(n)) // uint: no negative-length check
 			}
 			s.discard(r)
 		}
@@ -201,10 +202,19 @@ func (s *Shared) Free(b []byte) {
 	}
 	if s.front != nil {
 		p := sliceAddr(b)
-		if r := s.chunks.Load().chunkAt(p); r != nil && len(b) == r.size && r.state.Load() == chunkFront {
+		// chunkAt, its first try inline: a hash, a load and a compare.
+		t := s.chunks.Load()
+		i := shard.Mix(p) >> (t.shift & (bits.UintSize - 1))
+		r := (*chunkRec)(nil)
+		if e := t.at(i); e.p.Load() == p {
+			r = e.r.Load()
+		} else {
+			r = t.probe(i, p)
+		}
+		if r != nil && len(b) == r.size && r.state.Load() == chunkFront {
 			if t := r.slot.Take(); t != nil {
 				r.countFree()
-				r.seg.idle.Put(t)
+				r.idle.Put(t)
 				return
 			}
 		}
