@@ -358,10 +358,16 @@ func fuzzSharedBody(t *testing.T, data []byte) {
 				if live(b) {
 					continue
 				}
-				switch msg := memtest.PanicOf(func() { s.Free(b) }); msg {
-				case panicDoubleFree, panicForeign:
-				default:
-					t.Fatalf("a second Free of %d bytes: panic %q", len(b), msg)
+				if checked.Enabled {
+					if m, other := memtest.MisuseOf(func() { s.Free(b) }); m == nil || m.Kind != checked.DoubleFree && m.Kind != checked.ForeignFree {
+						t.Fatalf("a second Free of %d bytes: misuse %v, panic %v", len(b), m, other)
+					}
+				} else {
+					switch msg := memtest.PanicOf(func() { s.Free(b) }); msg {
+					case panicDoubleFree, panicForeign:
+					default:
+						t.Fatalf("a second Free of %d bytes: panic %q", len(b), msg)
+					}
 				}
 				bad++
 			case 7:
