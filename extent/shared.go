@@ -144,7 +144,9 @@ func NewShared(opts ...Option) (*Shared, error) {
 // function that did both.)
 func (s *Shared) home() *sharedShard { return &s.shards[shard.Hint()&s.mask] }
 
-// Malloc is [Allocator.Malloc] on the calling goroutine's shard.
+// Malloc is [Allocator.Malloc]: for 1 to 64 KiB, a chunk of the front
+// cache (see [Shared]), carving a segment from the calling goroutine's
+// shard when the class has no idle chunk; otherwise on that shard.
 func (s *Shared) Malloc(n int) []byte {
 	if f := s.front; f != nil && uint(n-1) < frontMax {
 		// get, inline: the warm path is a sync.Pool Get and plain stores.
@@ -173,7 +175,7 @@ func (s *Shared) malloc(n int) []byte {
 	return sh.a.Malloc(n)
 }
 
-// TryMalloc is [Allocator.TryMalloc] on the calling goroutine's shard.
+// TryMalloc is [Allocator.TryMalloc], served as Malloc is.
 func (s *Shared) TryMalloc(n int) ([]byte, error) {
 	if f := s.front; f != nil && uint(n-1) < frontMax {
 		if b := s.mallocFront(f, n); b != nil {
@@ -193,9 +195,13 @@ func (s *Shared) tryMalloc(n int) ([]byte, error) {
 	return sh.a.TryMalloc(n)
 }
 
-// Free is [Allocator.Free] on the shard that owns b; any goroutine may free
-// memory any other allocated. It panics as Allocator.Free does, with
-// "memkit/extent: foreign memory" when no shard owns b.
+// Free is [Allocator.Free]; any goroutine may free memory any other
+// allocated. A Free of exactly what a Malloc of the front cache returned
+// gives its chunk back without a lock; any other Free of front-cache
+// memory detaches the chunks it touches (see [Shared]) and, as a Free of
+// other memory, frees b on the shard that owns it. It panics as
+// Allocator.Free does, with "memkit/extent: foreign memory" when no shard
+// owns b.
 func (s *Shared) Free(b []byte) {
 	if len(b) == 0 {
 		return
@@ -262,7 +268,7 @@ func (s *Shared) owner(p, e uintptr, home *sharedShard) *sharedShard {
 	return home
 }
 
-// FreeRest is [Allocator.FreeRest] on the shard that owns b.
+// FreeRest is [Allocator.FreeRest]: Free of b[keep:], served as Free is.
 func (s *Shared) FreeRest(b []byte, keep int) []byte {
 	if keep < 0 || keep > len(b) {
 		panic(errKeep)
@@ -296,7 +302,10 @@ func (s *Shared) borrow(n int) []byte {
 // Wait). Allocations from Malloc are not affected.
 func (s *Shared) Recycle() { s.each(func(a *Allocator) { a.Recycle() }) }
 
-// Trim is [Allocator.Trim] on every shard, and returns the bytes released.
+// Trim gives the front cache's chunks that a GC found idle, and those
+// carved and not yet taken, back to their shards (as the sweep after each
+// GC does), and is then [Allocator.Trim] on every shard; it returns the
+// bytes released.
 func (s *Shared) Trim() int {
 	if s.front != nil {
 		s.sweep()
@@ -306,7 +315,7 @@ func (s *Shared) Trim() int {
 	return n
 }
 
-// Close is [Allocator.Close] on every shard.
+// Close drops the front cache and is [Allocator.Close] on every shard.
 func (s *Shared) Close() {
 	if s.front != nil {
 		s.sweepMu.Lock()
