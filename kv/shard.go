@@ -379,11 +379,15 @@ func (s *shard) reserveSlow(span int) (uint32, int, error) {
 // appendTo makes seg the current segment and reserves span bytes at its
 // end, which has room.
 func (s *shard) appendTo(seg uint32, span int) (uint32, int, error) {
+	s.makeCurrent(seg)
+	return seg, s.extend(&s.segs[seg], span), nil
+}
+
+// makeCurrent makes seg the segment Set appends to, and the newest.
+func (s *shard) makeCurrent(seg uint32) {
 	s.cur = seg
 	s.seq++
-	c := &s.segs[seg]
-	c.seq = s.seq
-	return seg, s.extend(c, span), nil
+	s.segs[seg].seq = s.seq
 }
 
 // extend reserves span bytes at the end of normal segment c, which has
@@ -588,6 +592,26 @@ func (s *shard) compact(num uint32) {
 	}
 	s.epoch++
 	s.shrink(c, w)
+	if num != s.cur && !s.m.evict && c.touched-c.used > s.curRoom() {
+		s.makeCurrent(num)
+	}
+}
+
+// curRoom returns the bytes at the end of the current segment that were
+// written before and are still resident: where an append costs no page
+// fault. A compaction that leaves more such room in its segment makes that
+// segment the current one (in a Map that does not evict, whose segments'
+// order does not matter): otherwise Sets kept appending to the current
+// segment's untouched pages while the room compaction kept sat unused, and
+// the next compaction gave it back, so that every byte appended cost a page
+// fault (0.067 faults and 114 ns of system time per random overwrite of a
+// 100k-entry Map).
+func (s *shard) curRoom() int {
+	if s.cur == 0 {
+		return 0
+	}
+	c := &s.segs[s.cur]
+	return c.touched - c.used
 }
 
 // shrink records that normal segment c's entries now end at w (compaction
