@@ -177,8 +177,10 @@ func (x *Idle) Recovered() uint64 { return x.recovered.Load() }
 // not share a cache line.
 type Slot struct {
 	gets uint64 // Gets of the item; first, so that 32-bit platforms' atomic loads find it aligned
-	t    *Ticket
-	_    [(8 - unsafe.Sizeof(uintptr(0))%8) % 8]byte // 16 bytes on 32-bit platforms too
+	// 16 bytes on 32-bit platforms too. (Not last: a struct that ends in a
+	// zero-size field is padded, to 24 bytes on 64-bit platforms.)
+	_ [(8 - unsafe.Sizeof(uintptr(0))%8) % 8]byte
+	t *Ticket
 }
 
 // take stores the ticket of the item a Get takes and counts the Get: a
