@@ -37,12 +37,12 @@ import (
 // table (an atomic load, a plain one on amd64, a shift, a mask and one
 // compare, which also tells that no chain touches the slab), checks its
 // count and puts its ticket back: on amd64 neither takes a locked
-// instruction, where a sync.Pool Get+Put takes none either. Together they cost about 1.6 times
-// a sync.Pool Get+Put of a buffer on one goroutine, and 1.4 to 1.9 times
-// on every P at once (see BenchmarkShared_AllocDecRef). An Alloc whose
-// class has no idle chunk takes a shard's lock and carves up to 16 chunks
-// at once. None allocates once warm (a chunk's first use makes its
-// ticket).
+// instruction, where a sync.Pool Get+Put takes none either. Together they
+// cost about 1.5 times a sync.Pool Get+Put of a buffer on one goroutine,
+// and 1.3 to 1.9 times on every P at once (see
+// BenchmarkShared_AllocDecRef). An Alloc whose class has no idle chunk
+// takes a shard's lock and carves up to 16 chunks at once. None allocates
+// once warm (a chunk's first use makes its ticket).
 //
 // A second holder's [Shared.AddRef] and DecRef, and [Shared.AddRefN], which
 // hands a buffer to n more holders at once, take one atomic add each and
