@@ -312,7 +312,7 @@ func fuzzSharedBody(t *testing.T, data []byte) {
 				n := ops.Uint16() + int(ops.Byte()%3/2)*(64<<10)
 				add(s.Malloc(n), n)
 			case 1: // TryMalloc
-				n := ops.Uint16()
+				n := ops.Uint16() + int(ops.Byte()%3/2)*(64<<10)
 				b, err := s.TryMalloc(n)
 				if err != nil {
 					t.Fatal(err)
