@@ -414,7 +414,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 		sh.outs = make([]uint64, len(sh.sizes))
 		sh.frees = make([]uint64, len(sh.sizes))
 		sh.seen = make([]stats.ClassStats, len(sh.sizes))
-		armSweep(weak.Make(sh))
+		shard.AfterEachGC(weak.Make(sh), (*Shared).sweep) // gives back what the GC found idle
 	}
 	return sh, nil
 }
@@ -1209,31 +1209,10 @@ func (sh *Shared) addFronts(st *stats.Stats) {
 // Shards returns the number of shards.
 func (sh *Shared) Shards() int { return len(sh.shards) }
 
-// sweepToken is the object whose cleanup runs the Shared's sweep after a
-// GC. (It holds a pointer, so it is an object of its own: the runtime
-// packs small pointer-free objects together, which would delay its
-// cleanup until its neighbours die too.)
-type sweepToken struct{ _ *byte }
-
-// armSweep makes the Shared's sweep run after the next GC, and again after
-// every GC from there on while the Shared is reachable.
-func armSweep(w weak.Pointer[Shared]) {
-	runtime.AddCleanup(new(sweepToken), sweepAfterGC, w)
-}
-
-// sweepAfterGC runs on the runtime's cleanup goroutine after a GC.
-func sweepAfterGC(w weak.Pointer[Shared]) {
-	sh := w.Value()
-	if sh == nil {
-		return // the Shared is gone, and its slabs with it
-	}
-	sh.sweep()
-	armSweep(w)
-}
-
 // sweep gives the chunks that the classes' idle sets hold without a ticket
 // (the ones a GC found idle across two GCs, and any carved and not yet
-// taken) back to their slabs, under their shards' locks.
+// taken) back to their slabs, under their shards' locks. It runs after
+// every GC while the Shared is reachable.
 func (sh *Shared) sweep() {
 	sh.sweepMu.Lock()
 	defer sh.sweepMu.Unlock()
