@@ -8,6 +8,7 @@ import (
 	"github.com/memkit/memkit/extent"
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/memtest"
+	"github.com/memkit/memkit/internal/race"
 )
 
 // The release build's panics.
@@ -398,4 +399,48 @@ func TestShared_SecondFreeAfterANewOwnerOfAnotherSize(t *testing.T) {
 		memtest.CheckPanic(t, panicDoubleFree, func() { s.Free(c[:1]) })
 		s.Free(c[100:]) // the new owner's bytes past the stale range are still live
 	})
+}
+
+// makeSharedMistakes makes, on the state a fuzz input left in s (m its
+// live allocations, freed ranges it freed last), the mistakes of the
+// misuse table that FuzzShared's ops do not: a Free of foreign memory; for
+// each live allocation a Free running one byte past its end where no live
+// allocation holds that byte (the chunk's unused tail, an idle chunk, free
+// memory or none), which panics, leaving every allocation live; and a
+// write into each freed range no live allocation holds, not caught but in
+// the checked build (memkit.Leaks's UseAfterFree while the range waits in
+// the quarantine). It returns the number of Frees that panicked. (The
+// checked build reports a run into the guard bytes after an allocation
+// as ForeignFree, and into a part of it freed before as DoubleFree.)
+func makeSharedMistakes(t testing.TB, s *extent.Shared, m *memtest.Model, freed [][]byte) (bad uint64) {
+	t.Helper()
+	if foreign := func() { s.Free(make([]byte, 64)) }; !memtest.BadFreeOK("extent", "Free", foreign, []string{panicForeign}, checked.ForeignFree) {
+		t.Fatalf("a Free of foreign memory: panic %q", memtest.PanicOf(foreign))
+	}
+	bad++
+	for i := range m.Live {
+		if race.Enabled {
+			break // checkptr: a slice past the end of a block would straddle its heap object
+		}
+		b := m.Live[i].Buf
+		past := unsafe.Slice(unsafe.SliceData(b), len(b)+1)
+		if m.Overlaps(past[len(b):]) {
+			continue
+		}
+		if free := func() { s.Free(past) }; !memtest.BadFreeOK("extent", "Free", free, []string{panicDoubleFree, panicForeign}, checked.ForeignFree, checked.DoubleFree) {
+			t.Fatalf("a Free of %d bytes running one byte past an allocation: panic %q", len(b), memtest.PanicOf(free))
+		}
+		bad++
+	}
+	if err := m.VerifyAll(); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range freed {
+		if !m.Overlaps(b) {
+			if err := memtest.WriteAfterFree(s, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return bad
 }
