@@ -63,10 +63,10 @@ type reserve struct {
 
 	// Losses (see losing): the most releases not explained by buffers given
 	// back seen so far; whether the class lost buffers in this period; and
-	// whether it files every Put into the reserve because it did.
-	lostMax           int64
-	lostNow, retained bool
-	always            bool // a class of reserveOnly bytes or more: every Put files into the reserve
+	// whether it keeps a stock in the reserve because it did.
+	lostMax         int64
+	lostNow, losing bool
+	always          bool // a class of reserveOnly bytes or more: every Put files into the reserve
 }
 
 // What sync.Pool drops. The tending step empties every sync.Pool it can
@@ -75,7 +75,8 @@ type reserve struct {
 // that no Get on that P asks for keeps a buffer there through two GC cycles
 // and loses it to the GC. And a GC cycle that comes before the tending step
 // after the previous one (a burst of cycles) drops what stayed idle through
-// both. So Put files a buffer into the reserve instead of the sync.Pool
+// both. Either way sync.Pool drops about one buffer per P per class per GC
+// cycle. So Put files a buffer into the reserve instead of the sync.Pool
 // while the class is short (elasticFields.short > 0), which it is in two
 // cases:
 //
@@ -84,15 +85,21 @@ type reserve struct {
 //   - The class lost buffers to the GC: its Releases, which the finalizers
 //     count, went past what its reserve gave back (their running maximum,
 //     so that buffers given back and not yet finalized do not look like a
-//     loss when they are). The tending step adds lossBias to the shortfall,
-//     and takes it off at the end of the first period with no new loss. A
-//     buffer a user never puts back counts as lost, too.
+//     loss when they are). Each tending step, until the end of the first
+//     period with no new loss, raises the shortfall to what the reserve
+//     lacks of a stock of GOMAXPROCS buffers (see stock), so that the next
+//     Puts refill it: a stock that makes up for one cycle's drops. A buffer
+//     a user never puts back counts as lost, too, so a class may stay in
+//     this mode for good (the package-level pool does); it costs no more
+//     than a class that is not in it, because once the stock is filed
+//     every Put goes to the sync.Pool again and every Get finds its buffer
+//     there.
 //
 // Put reads the shortfall with one load from the cache line it reads the
 // class size from; only slow paths write it.
 
-// lossBias is what a class losing buffers adds to its shortfall: more than
-// any count of Gets can take off.
+// lossBias is the shortfall of a class of reserveOnly bytes or more: more
+// than any count of Gets can take off, so every Put files into the reserve.
 const lossBias = 1 << 40
 
 // reserveOnly is the smallest class whose Puts always file into the
@@ -238,32 +245,49 @@ func (r *reserve) tend(e *elasticClass, end bool) int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.losing(e, end)
+	r.noteLosses(e, end)
 	if end {
 		r.giveBack(r.low)
 		r.low = len(r.bufs)
 	}
+	if r.losing {
+		r.stock(e)
+	}
 	return len(r.bufs)
 }
 
-// losing notes whether the class lost buffers to the GC since the last
-// step, and puts it into the mode where every Put files into the reserve,
+// noteLosses notes whether the class lost buffers to the GC since the last
+// step, and puts it into the mode where it keeps a stock in the reserve,
 // or, at the end of a period without a loss, out of it.
-func (r *reserve) losing(e *elasticClass, end bool) {
+func (r *reserve) noteLosses(e *elasticClass, end bool) {
 	if unexplained := int64(e.releases.Load()) - int64(r.gone); unexplained > r.lostMax {
 		r.lostMax = unexplained
 		r.lostNow = true
-		if !r.retained && !r.always {
-			r.retained = true
-			e.short.Add(lossBias)
-		}
+		r.losing = !r.always
 	}
 	if end {
-		if r.retained && !r.lostNow && !r.always {
-			r.retained = false
-			e.short.Add(-lossBias)
+		if !r.lostNow {
+			r.losing = false
 		}
 		r.lostNow = false
+	}
+}
+
+// stock raises the shortfall of a class losing buffers to what its reserve
+// lacks of GOMAXPROCS buffers, about what sync.Pool drops in a GC cycle,
+// so that the next Puts file that many into the reserve; the Puts after
+// them go to the sync.Pool. Only the tending step raises it: a Get that
+// takes from the reserve does not, or a class with fewer idle buffers than
+// the stock would file every Put into the reserve and take every Get from
+// it, under its mutex. The shortfall of Gets that made buffers counts
+// towards the stock. The caller holds r.mu.
+func (r *reserve) stock(e *elasticClass) {
+	want := int64(runtime.GOMAXPROCS(0) - len(r.bufs))
+	for {
+		n := e.short.Load()
+		if n >= want || e.short.CompareAndSwap(n, want) {
+			return
+		}
 	}
 }
 
@@ -353,19 +377,7 @@ func (e *elasticClass) parkShort(ptr unsafe.Pointer) {
 		}
 	}
 	r := &e.res
-	if n >= lossBias && !r.always {
-		// Losing buffers to the GC, not short of any: a Put never waits
-		// for the reserve's mutex, or every Put of a busy class would
-		// queue on it (the package-level pool's 64-byte class took 44 ns
-		// a Get+Put in RunParallel, 7.5 before); the sync.Pool takes the
-		// buffer instead, and the tending step moves it.
-		if !r.mu.TryLock() {
-			e.free.Put(ptr)
-			return
-		}
-	} else {
-		r.mu.Lock()
-	}
+	r.mu.Lock()
 	r.bufs = append(r.bufs, ptr)
 	r.mu.Unlock()
 }
