@@ -39,10 +39,15 @@ const (
 
 // An entry's header: the value's length in the low 32 bits, the key's in
 // the next 16, then flags: dead (deleted, overwritten or evicted), and,
-// in a Map that evicts, read since it was stored or last spared.
+// in a Map that evicts, read since it was stored or last spared; and in
+// the top 14 bits, the low bits of the key's tag, which are its slot's home
+// in a table of up to 1<<14 slots (a shard of up to 13,312 entries): so
+// compaction and eviction find a moved entry's slot without hashing its key.
 const (
-	deadFlag = 1 << 48
-	readFlag = 1 << 49
+	deadFlag    = 1 << 48
+	readFlag    = 1 << 49
+	hdrTagShift = 50
+	hdrTagMask  = 1<<(64-hdrTagShift) - 1
 )
 
 // tagOf returns the tag of a key's hash.
@@ -162,13 +167,18 @@ func (s *shard) find(h uint64, key []byte) (uint64, uint64) {
 }
 
 // slotAt returns the table index of the slot that names the entry at off
-// of segment seg, which is live.
+// of segment seg, which is live. Its probe starts at the home the header
+// holds, or, in a table too large for it, at the key's hash: the hash was
+// a third of the time compaction spent moving an entry.
 func (s *shard) slotAt(seg uint32, off int) uint64 {
 	mem := s.segs[seg].mem
-	key := keyOf(mem, off, header(mem, off))
-	tag := tagOf(s.m.hash(key))
+	hdr := header(mem, off)
+	home := hdr >> hdrTagShift
+	if s.mask > hdrTagMask {
+		home = tagOf(s.m.hash(keyOf(mem, off, hdr)))
+	}
 	l := loc(seg, off)
-	for i := tag & s.mask; ; i = (i + 1) & s.mask {
+	for i := home & s.mask; ; i = (i + 1) & s.mask {
 		if s.tab[i]&locMask == l {
 			return i
 		}
@@ -224,7 +234,7 @@ func (s *shard) set(h uint64, key, value []byte) error {
 		i, v = s.find(h, key)
 	}
 	mem := s.segs[seg].mem
-	setHeader(mem, off, uint64(len(value))|uint64(len(key))<<32)
+	setHeader(mem, off, uint64(len(value))|uint64(len(key))<<32|tagOf(h)<<hdrTagShift)
 	copy(mem[off+hdrSize:], key)
 	copy(mem[off+hdrSize+len(key):], value)
 	s.live += span
@@ -252,7 +262,7 @@ func (s *shard) overwrite(v uint64, span int, key, value []byte) bool {
 		return false
 	}
 	copy(mem[off+hdrSize+len(key):], value)
-	setHeader(mem, off, uint64(len(value))|uint64(len(key))<<32) // and not read since
+	setHeader(mem, off, uint64(len(value))|uint64(len(key))<<32|hdr&^(1<<hdrTagShift-1)) // and not read since
 	if gap := old - span; gap > 0 {
 		setHeader(mem, off+span, deadFlag|uint64(gap-hdrSize))
 		c.dead += gap
@@ -379,11 +389,15 @@ func (s *shard) reserveSlow(span int) (uint32, int, error) {
 // appendTo makes seg the current segment and reserves span bytes at its
 // end, which has room.
 func (s *shard) appendTo(seg uint32, span int) (uint32, int, error) {
+	s.makeCurrent(seg)
+	return seg, s.extend(&s.segs[seg], span), nil
+}
+
+// makeCurrent makes seg the segment Set appends to, and the newest.
+func (s *shard) makeCurrent(seg uint32) {
 	s.cur = seg
 	s.seq++
-	c := &s.segs[seg]
-	c.seq = s.seq
-	return seg, s.extend(c, span), nil
+	s.segs[seg].seq = s.seq
 }
 
 // extend reserves span bytes at the end of normal segment c, which has
@@ -588,6 +602,26 @@ func (s *shard) compact(num uint32) {
 	}
 	s.epoch++
 	s.shrink(c, w)
+	if num != s.cur && !s.m.evict && c.touched-c.used > s.curRoom() {
+		s.makeCurrent(num)
+	}
+}
+
+// curRoom returns the bytes at the end of the current segment that were
+// written before and are still resident: where an append costs no page
+// fault. A compaction that leaves more such room in its segment makes that
+// segment the current one (in a Map that does not evict, whose segments'
+// order does not matter): otherwise Sets kept appending to the current
+// segment's untouched pages while the room compaction kept sat unused, and
+// the next compaction gave it back, so that every byte appended cost a page
+// fault (0.067 faults and 114 ns of system time per random overwrite of a
+// 100k-entry Map).
+func (s *shard) curRoom() int {
+	if s.cur == 0 {
+		return 0
+	}
+	c := &s.segs[s.cur]
+	return c.touched - c.used
 }
 
 // shrink records that normal segment c's entries now end at w (compaction

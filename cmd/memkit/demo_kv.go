@@ -552,7 +552,7 @@ fastcache: VictoriaMetrics/fastcache sized to the data; a cache, so it may drop 
 memkit:    kv.Map; keys, values and index where the GC does not scan them
 Each service ran in its own process; RSS is that process's at the end of the
 run, CPU per request its getrusage time over the measured part per request.
-Forced GC CPU is getrusage around one runtime.GC (median of 3) before loading
+Forced GC CPU is getrusage around one runtime.GC on one P (median of 5) before loading
 and after the run. Every GET was checked against the bytes last written, and
 every key was read back at the end (lost keys). Latencies run from each
 request's due time on an open-loop schedule (the load generator wakes within

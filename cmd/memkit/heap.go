@@ -134,7 +134,9 @@ type heapResult struct {
 	CPUPerOp   float64 `json:"cpu_us_per_op"`
 	GCCycles   uint32  `json:"gc_cycles"`
 	// ForcedGCEmpty and ForcedGCFull are the process CPU of one runtime.GC
-	// (median of 3), in ms, after the run without the map and with it.
+	// on one P (median of 5, see forcedGC), in ms, after the run without the
+	// map and with it; ForcedGCWall is the wall time of one with the map, at
+	// the process's GOMAXPROCS (median of 3).
 	ForcedGCEmpty float64 `json:"forced_gc_cpu_ms_empty"`
 	ForcedGCFull  float64 `json:"forced_gc_cpu_ms_full"`
 	ForcedGCWall  float64 `json:"forced_gc_wall_ms_full"`
@@ -421,8 +423,10 @@ func printHeap(w io.Writer, cfg *heapConfig, results []heapResult) {
 	}
 	fmt.Fprint(w, `CPU per op is the process's getrusage time over the measured run (the
 senders' included) per operation; forced GC CPU is getrusage around one
-runtime.GC (median of 3), at the end of the run with the map ("full") and
-then in the same process with the map closed and dropped ("empty"). Latency is from each operation's due time; the
+runtime.GC run on one P (median of 5; on two, runtime.GC spins up to
+several ms waiting for the background sweeper, whatever the heap), at the
+end of the run with the map ("full") and then in the same process with the
+map closed and dropped ("empty"). Latency is from each operation's due time; the
 senders sleep on Go timers, which wake up to ~1ms late, in every store's
 latencies alike (a nanosleep per operation would cost more CPU than a Get).
 `)

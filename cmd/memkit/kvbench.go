@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/memkit/memkit/internal/proc"
 )
 
 // This file is the KV family: kv.Map's Get, Set and a 90/10 mix beside a
@@ -121,10 +123,23 @@ func kvOp(s kvStore, d *kvData, op int, i uint32, dst []byte) []byte {
 	return dst
 }
 
+// kvBench runs op on impl's store, on one goroutine or on every P. Beside
+// ns/op it reports cpu-ns/op, the process's CPU time (getrusage) per
+// operation: on a machine shared with other work, a parallel row's ns/op
+// says how much CPU it was given, and cpu-ns/op, set against the serial
+// row's, what running on every P cost each operation (lock waits, cache
+// lines moving between cores, memory bandwidth).
 func kvBench(b *testing.B, impl string, op int, parallel bool) {
 	s := kvFilled(impl)
 	d := kvBenchData()
 	b.ReportAllocs()
+	cpu0, ok := proc.CPU()
+	if ok {
+		defer func() {
+			cpu1, _ := proc.CPU()
+			b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+		}()
+	}
 	if !parallel {
 		dst := make([]byte, 0, 2048)
 		b.ResetTimer()
