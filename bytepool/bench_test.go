@@ -1,6 +1,7 @@
 package bytepool_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/memkit/memkit"
@@ -21,6 +22,15 @@ func BenchmarkPool_GetPut(b *testing.B) {
 		b.Run(sizeName(n), func(b *testing.B) {
 			b.Run("impl=memkit", func(b *testing.B) {
 				p := mustNew(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := p.Get(n)
+					buf[0] = 1
+					p.Put(buf)
+				}
+			})
+			b.Run("impl=memkit-losing", func(b *testing.B) {
+				p := losingPool(b, n)
 				b.ReportAllocs()
 				for b.Loop() {
 					buf := p.Get(n)
@@ -64,25 +74,15 @@ func BenchmarkPool_GetPutParallel(b *testing.B) {
 		b.Run(sizeName(n), func(b *testing.B) {
 			b.Run("impl=memkit", func(b *testing.B) {
 				p := mustNew(b)
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						buf := p.Get(n)
-						buf[0] = 1
-						p.Put(buf)
-					}
-				})
+				getPutParallel(b, p, n)
+			})
+			b.Run("impl=memkit-losing", func(b *testing.B) {
+				p := losingPool(b, n)
+				getPutParallel(b, p, n)
 			})
 			b.Run("impl=memkit-bounded", func(b *testing.B) {
 				p := mustNew(b, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(64<<20))
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						buf := p.Get(n)
-						buf[0] = 1
-						p.Put(buf)
-					}
-				})
+				getPutParallel(b, p, n)
 			})
 			b.Run("impl=memkit-cache", func(b *testing.B) {
 				p := mustNew(b)
@@ -100,6 +100,37 @@ func BenchmarkPool_GetPutParallel(b *testing.B) {
 			b.Run("impl=syncpool", func(b *testing.B) { memtest.BenchSyncPoolParallel(b, n) })
 		})
 	}
+}
+
+// getPutParallel runs Get+Put pairs of n bytes from p on every P.
+func getPutParallel(b *testing.B, p *bytepool.Pool, n int) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			buf := p.Get(n)
+			buf[0] = 1
+			p.Put(buf)
+		}
+	})
+}
+
+// losingPool returns an Elastic pool whose class of n bytes lost a buffer
+// to the GC (one never put back, as the package-level pool sees from its
+// users) and so stays in loss mode: its clock stands still, so that no
+// period ends without a loss.
+func losingPool(b *testing.B, n int) *bytepool.Pool {
+	p := mustNew(b)
+	p.SetClock(func() int64 { return 0 })
+	_ = p.Get(n)
+	for i := 0; readStats(p).Releases == 0; i++ {
+		if i == 1000 {
+			b.Fatal("the GC did not collect the buffer never put back")
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	p.Tend()
+	return p
 }
 
 // BenchmarkPool_CrossGoroutine gets on one goroutine and puts on another.

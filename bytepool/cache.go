@@ -179,7 +179,7 @@ func (c *Cache) refill(cl, n int) []byte {
 	got := 0
 	e := &p.elastic.classes[cl]
 	got = e.takeFree(want)
-	got += e.res.popInto(want[got:])
+	got += e.popInto(want[got:])
 	if got == 0 {
 		mustServe(l.size)
 		ptr := p.elastic.takeIdle(cl)

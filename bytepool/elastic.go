@@ -125,7 +125,7 @@ func (e *elasticEngine) tryTake(c int) unsafe.Pointer {
 	ec := &e.classes[c]
 	ptr, _ := ec.free.Get().(unsafe.Pointer)
 	if ptr == nil {
-		ptr = ec.res.pop()
+		ptr = ec.pop()
 	}
 	if ptr == nil && sysmem.Available(uint64(ec.size)) {
 		ptr = e.takeIdle(c)
@@ -313,7 +313,7 @@ func (e *elasticEngine) grow(c int) unsafe.Pointer {
 			if ptr, _ := ec.free.Get().(unsafe.Pointer); ptr != nil {
 				return ptr
 			}
-			if ptr := ec.res.pop(); ptr != nil {
+			if ptr := ec.pop(); ptr != nil {
 				return ptr
 			}
 		}

@@ -45,3 +45,6 @@ func (p *Pool) Reserve(c int) (held int, gone uint64) {
 	defer r.mu.Unlock()
 	return len(r.bufs), r.gone
 }
+
+// HotGets is hotGets.
+var HotGets = hotGets

@@ -61,12 +61,16 @@ type reserve struct {
 	low  int    // the fewest buffers held since the period began
 	gone uint64 // buffers given back
 
-	// Losses (see losing): the most releases not explained by buffers given
-	// back seen so far; whether the class lost buffers in this period; and
-	// whether it files every Put into the reserve because it did.
-	lostMax           int64
-	lostNow, retained bool
-	always            bool // a class of reserveOnly bytes or more: every Put files into the reserve
+	// Losses (see noteLosses): the most releases not explained by buffers
+	// given back seen so far; whether the class lost buffers in this
+	// period; whether it is in loss mode because it did; whether, in loss
+	// mode, every Put files into the reserve (the shortfall holds
+	// lossBias); and, while it does, the buffers taken from the reserve
+	// since the last tending step and how many make the class hot.
+	lostMax                 int64
+	lostNow, losing, filing bool
+	pops, hotAt             int
+	always                  bool // a class of reserveOnly bytes or more: every Put files into the reserve
 }
 
 // What sync.Pool drops. The tending step empties every sync.Pool it can
@@ -75,7 +79,8 @@ type reserve struct {
 // that no Get on that P asks for keeps a buffer there through two GC cycles
 // and loses it to the GC. And a GC cycle that comes before the tending step
 // after the previous one (a burst of cycles) drops what stayed idle through
-// both. So Put files a buffer into the reserve instead of the sync.Pool
+// both. Either way sync.Pool drops about one buffer per P per class per GC
+// cycle. So Put files a buffer into the reserve instead of the sync.Pool
 // while the class is short (elasticFields.short > 0), which it is in two
 // cases:
 //
@@ -84,16 +89,40 @@ type reserve struct {
 //   - The class lost buffers to the GC: its Releases, which the finalizers
 //     count, went past what its reserve gave back (their running maximum,
 //     so that buffers given back and not yet finalized do not look like a
-//     loss when they are). The tending step adds lossBias to the shortfall,
-//     and takes it off at the end of the first period with no new loss. A
-//     buffer a user never puts back counts as lost, too.
+//     loss when they are). It is in loss mode until the end of the first
+//     period with no new loss. A buffer a user never puts back counts as
+//     lost, too, so a class may stay in loss mode for good (the
+//     package-level pool does).
+//
+// Loss mode has two stages, because what sync.Pool drops is a few buffers
+// per GC cycle, whatever the class's traffic. A tending step that sees a
+// new loss makes every Put of the class file into the reserve (the
+// shortfall gets lossBias), so that no idle buffer waits where the GC can
+// drop it: for a class with few Gets per GC cycle, a few buffers dropped
+// per cycle would be most of what its Gets need. The reserve counts the
+// Gets that take from it; once hotGets of them come between two tending
+// steps, the class is hot: it takes lossBias off, and from then on each
+// step only raises the shortfall to what the reserve lacks of a stock of
+// GOMAXPROCS buffers (see stock), so that the next Puts refill it and the
+// Puts after them go to the sync.Pool again, where the Gets find them; a
+// warm Get+Put then costs what it costs in a class that lost nothing. A
+// hot class's drops are a few buffers against hundreds of Gets per cycle,
+// which the stock makes up for. The next step that sees a new loss starts
+// over: hotGets more Gets through the reserve.
 //
 // Put reads the shortfall with one load from the cache line it reads the
 // class size from; only slow paths write it.
 
-// lossBias is what a class losing buffers adds to its shortfall: more than
-// any count of Gets can take off.
+// lossBias is what a class that files every Put into the reserve adds to
+// its shortfall (one in loss mode's first stage, or of reserveOnly bytes
+// or more): more than any count of Gets can take off.
 const lossBias = 1 << 40
+
+// hotGets is how many Gets a class in loss mode must take from the reserve
+// between two tending steps to leave the mode's first stage: with one
+// buffer per P dropped per GC cycle at most, fewer than 1 in 128 of a hot
+// class's Gets can find its sync.Pool short for a drop.
+func hotGets() int { return 128 * runtime.GOMAXPROCS(0) }
 
 // reserveOnly is the smallest class whose Puts always file into the
 // reserve, as if the class were losing buffers for good: for buffers this
@@ -238,32 +267,81 @@ func (r *reserve) tend(e *elasticClass, end bool) int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.losing(e, end)
+	r.noteLosses(e, end)
 	if end {
 		r.giveBack(r.low)
 		r.low = len(r.bufs)
 	}
+	if r.losing && !r.filing {
+		r.stock(e)
+	}
 	return len(r.bufs)
 }
 
-// losing notes whether the class lost buffers to the GC since the last
-// step, and puts it into the mode where every Put files into the reserve,
-// or, at the end of a period without a loss, out of it.
-func (r *reserve) losing(e *elasticClass, end bool) {
-	if unexplained := int64(e.releases.Load()) - int64(r.gone); unexplained > r.lostMax {
+// noteLosses notes whether the class lost buffers to the GC since the last
+// step: a new loss puts it into loss mode's first stage, where every Put
+// files into the reserve, and starts the count of Gets that may make it
+// hot; the end of a period without a loss ends loss mode. The caller
+// holds r.mu.
+func (r *reserve) noteLosses(e *elasticClass, end bool) {
+	r.pops = 0
+	if unexplained := int64(e.releases.Load()) - int64(r.gone); unexplained > r.lostMax && !r.always {
 		r.lostMax = unexplained
 		r.lostNow = true
-		if !r.retained && !r.always {
-			r.retained = true
-			e.short.Add(lossBias)
-		}
+		r.losing = true
+		r.hotAt = hotGets()
+		r.fileAll(e, true)
 	}
 	if end {
-		if r.retained && !r.lostNow && !r.always {
-			r.retained = false
-			e.short.Add(-lossBias)
+		if !r.lostNow {
+			r.losing = false
+			r.fileAll(e, false)
 		}
 		r.lostNow = false
+	}
+}
+
+// fileAll makes every Put of the class file into the reserve, or stops
+// it. The caller holds r.mu.
+func (r *reserve) fileAll(e *elasticClass, on bool) {
+	switch {
+	case on && !r.filing:
+		e.short.Add(lossBias)
+	case !on && r.filing:
+		e.short.Add(-lossBias)
+	}
+	r.filing = on
+}
+
+// took counts k Gets that took from the reserve: in loss mode's first
+// stage, the one that makes the class hot moves it to the second (see
+// noteLosses). The caller holds r.mu.
+func (r *reserve) took(e *elasticClass, k int) {
+	if !r.filing {
+		return
+	}
+	if r.pops += k; r.pops >= r.hotAt {
+		r.fileAll(e, false)
+		r.stock(e)
+	}
+}
+
+// stock raises the shortfall of a hot class in loss mode to what its
+// reserve lacks of GOMAXPROCS buffers, about what sync.Pool drops in a GC
+// cycle, so that the next Puts file that many into the reserve; the Puts
+// after them go to the sync.Pool. Only the tending step (and the Get that
+// makes the class hot) raises it: were every Get that takes from the
+// reserve to raise it, a class with fewer idle buffers than the stock
+// would file every Put into the reserve and take every Get from it, under
+// its mutex. The shortfall of Gets that made buffers counts towards the
+// stock. The caller holds r.mu.
+func (r *reserve) stock(e *elasticClass) {
+	want := int64(runtime.GOMAXPROCS(0) - len(r.bufs))
+	for {
+		n := e.short.Load()
+		if n >= want || e.short.CompareAndSwap(n, want) {
+			return
+		}
 	}
 }
 
@@ -308,24 +386,17 @@ func (r *reserve) giveBack(k int) {
 	}
 }
 
-// pop takes the newest buffer of the reserve, or returns nil.
-func (r *reserve) pop() unsafe.Pointer {
-	r.mu.Lock()
-	n := len(r.bufs) - 1
-	if n < 0 {
-		r.mu.Unlock()
-		return nil
-	}
-	ptr := r.bufs[n]
-	r.bufs[n] = nil
-	r.bufs = r.bufs[:n]
-	r.low = min(r.low, n)
-	r.mu.Unlock()
-	return ptr
+// pop takes the newest buffer of class e's reserve, or returns nil.
+func (e *elasticClass) pop() unsafe.Pointer {
+	var one [1]unsafe.Pointer
+	e.popInto(one[:])
+	return one[0]
 }
 
-// popInto fills dst with the reserve's newest buffers and returns how many.
-func (r *reserve) popInto(dst []unsafe.Pointer) int {
+// popInto fills dst with the newest buffers of class e's reserve and
+// returns how many.
+func (e *elasticClass) popInto(dst []unsafe.Pointer) int {
+	r := &e.res
 	r.mu.Lock()
 	k := min(len(dst), len(r.bufs))
 	n := len(r.bufs) - k
@@ -333,6 +404,7 @@ func (r *reserve) popInto(dst []unsafe.Pointer) int {
 	clear(r.bufs[n:])
 	r.bufs = r.bufs[:n]
 	r.low = min(r.low, n)
+	r.took(e, k)
 	r.mu.Unlock()
 	return k
 }
@@ -354,11 +426,10 @@ func (e *elasticClass) parkShort(ptr unsafe.Pointer) {
 	}
 	r := &e.res
 	if n >= lossBias && !r.always {
-		// Losing buffers to the GC, not short of any: a Put never waits
-		// for the reserve's mutex, or every Put of a busy class would
-		// queue on it (the package-level pool's 64-byte class took 44 ns
-		// a Get+Put in RunParallel, 7.5 before); the sync.Pool takes the
-		// buffer instead, and the tending step moves it.
+		// Every Put files into the reserve (loss mode's first stage): a
+		// Put never waits for the reserve's mutex, or every Put of a busy
+		// class would queue on it; the sync.Pool takes the buffer
+		// instead, and the tending step moves it.
 		if !r.mu.TryLock() {
 			e.free.Put(ptr)
 			return
@@ -375,7 +446,7 @@ func (e *elasticClass) parkShort(ptr unsafe.Pointer) {
 // Get that found the class's sync.Pool empty.
 func (e *elasticEngine) takeIdle(c int) unsafe.Pointer {
 	ec := &e.classes[c]
-	if ptr := ec.res.pop(); ptr != nil {
+	if ptr := ec.pop(); ptr != nil {
 		return ptr
 	}
 	ptr := e.grow(c)

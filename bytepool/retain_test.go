@@ -235,49 +235,102 @@ func TestElastic_NewBufferCostsOneAllocation(t *testing.T) {
 	}
 }
 
-// TestElastic_ClassThatLosesBuffersFilesPutsIntoTheReserve: once the GC
-// collected a buffer of a class that its reserve did not give back (here one
-// never put back; sync.Pool's drops count the same), every Put of the class
-// goes to the reserve, which no GC cycle empties, until a whole period
-// passes without another loss.
-func TestElastic_ClassThatLosesBuffersFilesPutsIntoTheReserve(t *testing.T) {
+// TestElastic_LosingClassFilesPutsIntoTheReserveUntilHot: once the GC
+// collected a buffer of a class that its reserve did not give back (here
+// one never put back; sync.Pool's drops count the same), every Put of the
+// class files into the reserve, until HotGets Gets between two tending
+// steps have taken from it; from then on each step has the next Puts file
+// into the reserve what it lacks of a stock of GOMAXPROCS buffers, and the
+// Puts after them go to the sync.Pool, so that a warm Get+Put touches the
+// reserve no more than in a class that lost nothing. A new loss starts
+// over; a whole period without one ends the mode.
+func TestElastic_LosingClassFilesPutsIntoTheReserveUntilHot(t *testing.T) {
 	exactPools(t)
 	const size = 8 << 10
 	p := mustNew(t)
 	c := withClock(p)
 	class := classOf(p, size)
 	held := func() int { n, _ := p.Reserve(class); return n }
-	// Two buffers made: their Puts make up the shortfall, into the reserve.
-	b1, b2 := p.Get(size), p.Get(size)
-	p.Put(b1)
-	p.Put(b2)
-	if held() != 2 {
-		t.Fatalf("the Puts that make up the shortfall left %d in the reserve; want 2", held())
+	pairs := func(k int) {
+		for range k {
+			p.Put(p.Get(size))
+		}
 	}
-	// Both out again; one comes back (to the sync.Pool), one is lost.
-	b1 = p.Get(size)
+	// Three buffers made: their Puts make up the shortfall, into the reserve.
+	out := [][]byte{p.Get(size), p.Get(size), p.Get(size)}
+	for _, b := range out {
+		p.Put(b)
+	}
+	// Two out again; one comes back (to the sync.Pool), one is lost.
+	b1 := p.Get(size)
 	func() { _ = p.Get(size)[0] }()
 	p.Put(b1)
-	if held() != 0 {
-		t.Fatalf("before any loss a Put left %d in the reserve; want 0", held())
+	if held() != 1 {
+		t.Fatalf("before any loss a Put left %d in the reserve; want 1", held())
 	}
 	waitStats(t, p, func(s *memkit.Stats) bool { return s.Releases == 1 })
 	p.Tend() // sees the loss, and drains the sync.Pool's buffer into the reserve
-	p.Put(p.Get(size))
+	// Every Put files into the reserve, for HotGets-1 Gets before a step
+	// and HotGets-1 after it.
+	for range 2 {
+		pairs(bytepool.HotGets() - 1)
+		if held() != 2 {
+			t.Fatalf("after a loss Get+Put pairs left the reserve holding %d; want 2", held())
+		}
+		p.Tend()
+	}
+	// The HotGets-th Get between two steps makes the class hot: its Put,
+	// and every one after it, goes to the sync.Pool.
+	pairs(bytepool.HotGets())
 	if held() != 1 {
-		t.Fatalf("after a loss a Put left the reserve holding %d; want 1", held())
+		t.Fatalf("after HotGets pairs the reserve holds %d; want 1", held())
+	}
+	if a := testing.AllocsPerRun(100, func() { p.Put(p.Get(size)) }); a != 0 {
+		t.Fatalf("a warm Get+Put of a hot losing class made %v allocations; want 0", a)
+	}
+	if held() != 1 {
+		t.Fatalf("warm Get+Put pairs of a hot losing class changed the reserve to %d; want 1", held())
+	}
+	// All out (one from the sync.Pool, one from the reserve, one made)
+	// while a step runs with GOMAXPROCS 3: the next three Puts fill the
+	// stock, and the Puts after them go to the sync.Pool.
+	out = [][]byte{p.Get(size), p.Get(size), p.Get(size)}
+	runtime.GOMAXPROCS(3)
+	p.Tend()
+	runtime.GOMAXPROCS(1)
+	for _, b := range out {
+		p.Put(b)
+	}
+	if held() != 3 {
+		t.Fatalf("the Puts after a step of a hot losing class left %d in the reserve; want the stock, 3", held())
+	}
+	pairs(4) // one Get takes from the reserve, all Puts go to the sync.Pool
+	if held() != 2 {
+		t.Fatalf("Get+Put pairs after the stock was filed left %d in the reserve; want 2", held())
+	}
+	// A new loss: every Put files into the reserve again.
+	func() { _ = p.Get(size)[0] }()
+	waitStats(t, p, func(s *memkit.Stats) bool { return s.Releases == 2 })
+	p.Tend()
+	pairs(3)
+	if held() != 2 {
+		t.Fatalf("after a second loss Get+Put pairs left the reserve holding %d; want 2", held())
 	}
 	c.periods(1)
-	p.Tend() // the period of the loss ends: the buffer was used in it
+	p.Tend() // the period of the loss ends: its buffers were used in it
 	c.periods(1)
-	p.Tend() // a whole period without a loss, nor a Get: the buffer goes back
-	if n, gone := p.Reserve(class); n != 0 || gone != 1 {
-		t.Fatalf("two periods after the loss the reserve holds %d and gave back %d; want 0 and 1", n, gone)
+	p.Tend() // a whole period without a loss, nor a Get: the buffers go back
+	if n, gone := p.Reserve(class); n != 0 || gone != 2 {
+		t.Fatalf("two periods after the loss the reserve holds %d and gave back %d; want 0 and 2", n, gone)
 	}
+	// Out of loss mode, a step keeps no stock: a buffer out during it goes
+	// back to the sync.Pool.
 	p.Put(p.Get(size)) // made: the Put makes up the shortfall
-	p.Put(p.Get(size)) // from the reserve, and back to the sync.Pool
+	b1 = p.Get(size)   // from the reserve
+	p.Tend()
+	p.Put(b1)
 	if held() != 0 {
-		t.Fatalf("a period without a loss, a Put left %d in the reserve; want 0", held())
+		t.Fatalf("a period without a loss, a Put after a step left %d in the reserve; want 0", held())
 	}
 }
 
