@@ -88,9 +88,12 @@ func TestBounded_StressGC(t *testing.T) {
 	if st.LiveObjects != 0 || st.InUseBytes != 0 || st.ReservedBytes != region {
 		t.Fatalf("after quiescence: live %d, in use %d, reserved %d; want 0, 0, %d", st.LiveObjects, st.InUseBytes, st.ReservedBytes, region)
 	}
+	// Every buffer the class carved is idle. How many it carved depends on
+	// how many the workers held at once: a short run on two cores may never
+	// need the whole region, and the TryGets below carve the rest.
 	row := st.Classes[len(st.Classes)-1]
-	if row.Size != size || row.IdleObjects != region/size {
-		t.Fatalf("class row %+v; want %d idle", row, region/size)
+	if carved := row.ReservedBytes / size; row.Size != size || carved == 0 || row.IdleObjects != carved {
+		t.Fatalf("class row %+v; want its %d carved buffers idle", row, carved)
 	}
 	// Take every buffer back: a TryGet that fails while some buffer's
 	// ticket waits for the cleanup of the GC that dropped it is retried
