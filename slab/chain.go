@@ -305,8 +305,7 @@ func (a *Arena) chainRef(nl Loc) {
 	s, i := a.mustLiveLoc(nl)
 	a.addRef(&s.chunks[i], msgAddRefFree)
 	if s.links == nil {
-		s.links = make([]link, len(s.chunks))
-		s.chained.Store(true)
+		s.markChained()
 	}
 	s.links[i].preds++
 }
@@ -341,8 +340,7 @@ func (a *Arena) swapNext(buf []byte, nl Loc, off, n uint32) Loc {
 		if nl.IsNil() {
 			return Loc{}
 		}
-		s.links = make([]link, len(s.chunks))
-		s.chained.Store(true)
+		s.markChained()
 	}
 	old := s.links[i].next
 	s.links[i] = link{next: nl, off: off, n: n, preds: s.links[i].preds}

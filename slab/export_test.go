@@ -203,10 +203,35 @@ func (sh *Shared) Account() (idle, live, carved int, err error) {
 // at bases (sorted, not overlapping) and returns, for each address, the
 // index in bases of the slab the table finds for it, or -1.
 func SlabTableFinds(bases []uintptr, slabSize int, addrs []uintptr) []int {
+	return tableFinds(bases, slabSize, nil, addrs, func(sh *Shared, p uintptr) *slab { return sh.slabAt(p) })
+}
+
+// SlabTableOpens is SlabTableFinds for the lookup of the lock-free paths
+// (hit, then openAt when it misses), with the slabs' open spans set to
+// span[i] bytes (0: chained).
+func SlabTableOpens(bases []uintptr, slabSize int, span []uintptr, addrs []uintptr) []int {
+	return tableFinds(bases, slabSize, span, addrs, func(sh *Shared, p uintptr) *slab {
+		s, off := sh.table.Load().hit(p)
+		if off >= s.openSpan() {
+			s, off = sh.openAt(p)
+		}
+		if s != nil && s.base+off != p {
+			panic("the offset is not the address's")
+		}
+		return s
+	})
+}
+
+// tableFinds is SlabTableFinds with lookup, and the slabs' open spans
+// from span if not nil.
+func tableFinds(bases []uintptr, slabSize int, span []uintptr, addrs []uintptr, lookup func(*Shared, uintptr) *slab) []int {
 	idx := make([]slabOwner, len(bases))
 	which := map[*slab]int{}
 	for i, b := range bases {
 		idx[i] = slabOwner{base: b, s: &slab{base: b}}
+		if span != nil {
+			idx[i].s.open = span[i]
+		}
 		which[idx[i].s] = i
 	}
 	sh := &Shared{}
@@ -214,9 +239,16 @@ func SlabTableFinds(bases []uintptr, slabSize int, addrs []uintptr) []int {
 	found := make([]int, len(addrs))
 	for i, p := range addrs {
 		found[i] = -1
-		if s := sh.slabAt(p); s != nil {
+		if s := lookup(sh, p); s != nil {
 			found[i] = which[s]
 		}
 	}
 	return found
+}
+
+// ChunkIndex returns what a slab of chunks of size bytes takes for
+// off/size.
+func ChunkIndex(size, off uint32) uint32 {
+	s := &slab{size: size, recip: ^uint64(0)/uint64(size) + 1}
+	return s.chunkIndex(off)
 }

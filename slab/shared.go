@@ -34,11 +34,10 @@ import (
 // there, as a ticket in a sync.Pool, for the next Alloc of its class. So a
 // warm Alloc is a sync.Pool Get and a few plain stores, and a DecRef of a
 // chunk's last reference finds the chunk's slab in a copy-on-write hash
-// table (an atomic load, a plain one on amd64, a shift, a mask and a
-// compare), checks its count and puts its ticket back: on amd64 neither
-// takes a locked instruction (but the idle set's count of a chunk's Gets,
-// one atomic add for each of its first 64 and then once in 64), where a
-// sync.Pool Get+Put takes none either. Together they cost about 1.6 times
+// table (an atomic load, a plain one on amd64, a shift, a mask and one
+// compare, which also tells that no chain touches the slab), checks its
+// count and puts its ticket back: on amd64 neither takes a locked
+// instruction, where a sync.Pool Get+Put takes none either. Together they cost about 1.6 times
 // a sync.Pool Get+Put of a buffer on one goroutine, and 1.4 to 1.9 times
 // on every P at once (see BenchmarkShared_AllocDecRef). An Alloc whose
 // class has no idle chunk takes a shard's lock and carves up to 16 chunks
@@ -156,11 +155,17 @@ type slabTable struct {
 }
 
 // granule is an entry of a slabTable: a granule's number plus one (0 for
-// an empty entry) and the slabs that meet in it.
+// an empty entry) and the slabs that meet in it; an empty entry's first
+// slab is closedSlab, for hit.
 type granule struct {
 	g    uintptr
 	a, b *slab
+	_    uintptr // 32 bytes on 64-bit platforms: an entry's offset is a shift
 }
+
+// closedSlab is the first slab of a slabTable's empty entries: its open
+// span is empty, so hit finds no address in it.
+var closedSlab slab
 
 // newSlabTable returns the table of the adopted slabs of idx.
 func newSlabTable(idx []slabOwner, slabSize int) *slabTable {
@@ -191,6 +196,11 @@ func newSlabTable(idx []slabOwner, slabSize int) *slabTable {
 			}
 		}
 	}
+	for i := range t.ents {
+		if t.ents[i].a == nil {
+			t.ents[i].a = &closedSlab
+		}
+	}
 	return t
 }
 
@@ -211,7 +221,10 @@ func (t *slabTable) entry(g uintptr) *granule {
 
 // find returns the slab of entry e that holds address p, or nil.
 func (t *slabTable) find(e *granule, p uintptr) *slab {
-	if s := e.a; s != nil && p-s.base < t.size {
+	if e.g == 0 {
+		return nil
+	}
+	if s := e.a; p-s.base < t.size {
 		return s
 	}
 	if s := e.b; s != nil && p-s.base < t.size {
@@ -220,26 +233,44 @@ func (t *slabTable) find(e *granule, p uintptr) *slab {
 	return nil
 }
 
-// slabAt returns the adopted slab that holds address p, or nil: a shift, a
-// mask and, when the granule's entry is the first one tried, a compare or
-// two.
+// slabAt returns the adopted slab that holds address p, or nil.
 func (sh *Shared) slabAt(p uintptr) *slab {
 	t := sh.table.Load()
-	if s := t.first(p); s != nil {
-		return s
-	}
-	return t.find(t.entry(p>>(t.shift&63)), p) // its other slab, another granule's entry, or none
+	return t.find(t.entry(p>>(t.shift&63)), p)
 }
 
-// first is slabAt's first try, which inlines: the slab that holds p if it
-// is the first of the granule whose entry is the first one tried (the
-// usual case), and nil otherwise.
-func (t *slabTable) first(p uintptr) *slab {
-	g := p >> (t.shift & 63)
-	if e := t.at(g & t.mask); e.g == g+1 && p-e.a.base < t.size {
-		return e.a
+// hit returns the first slab of the entry that p's granule tries first,
+// and p's offset in it: that slab holds p in its open span (see
+// slab.openSpan) if off < s.openSpan(), the usual case. Either way s is
+// not nil (an empty entry's is closedSlab). Whichever granule the entry
+// is of, a slab that holds p is p's slab, so the compare is the whole
+// test: hit is a load, a shift, a mask and a load, and inlines.
+func (t *slabTable) hit(p uintptr) (s *slab, off uintptr) {
+	s = t.at(p >> (t.shift & 63) & t.mask).a
+	return s, p - s.base
+}
+
+// openAt is hit for any address: the adopted slab that holds p in its
+// open span, and p's offset in it, or nil.
+//
+// The lock-free paths of AddRef, AddRefN and DecRef find a buffer's slab
+// with hit and, when it misses, openAt: a slab whose chunks' counts change
+// only by atomic adds and by their last holders' stores, since no chain
+// touches them; and the chunk with inChunk. Every call they do not serve
+// goes to the locked path, which checks the buffer from scratch.
+func (sh *Shared) openAt(p uintptr) (*slab, uintptr) {
+	if s := sh.slabAt(p); s != nil && p-s.base < s.openSpan() {
+		return s, p - s.base
 	}
-	return nil
+	return nil, 0
+}
+
+// inChunk returns the chunk of s that holds offset off, which lies in its
+// open span, and reports whether the n bytes from off lie inside it.
+func (s *slab) inChunk(off uintptr, n int) (int32, bool) {
+	o := uint32(off) // below the open span: under 2^30
+	i := s.chunkIndex(o)
+	return int32(i), uint64(o-i*s.size)+uint64(n) <= uint64(s.size)
 }
 
 // frontChunk is a chunk's record in its class's idle set: the set's slot,
@@ -530,7 +561,8 @@ func (sh *Shared) classOf(n int) int {
 func (sh *Shared) Alloc(n int) []byte {
 	if uint(n) <= uint(sh.tabMax) && !checked.Enabled {
 		c := *(*uint16)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sh.tab)), uintptr(n+7)>>3*2))
-		if t := sh.fronts[c].Get(); t != nil {
+		x := *(**shard.Idle)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(sh.fronts)), uintptr(c)*unsafe.Sizeof(sh.fronts[0]))) // sh.fronts[c]: a class of the table is a class
+		if t := x.Get(); t != nil {
 			return handOut(t, n)
 		}
 	}
@@ -545,11 +577,11 @@ func (sh *Shared) TryAlloc(n int) ([]byte, error) { return sh.tryAlloc(n, shard.
 // over, to a request of n bytes: one reference, length and capacity n.
 func handOut(t *shard.Ticket, n int) []byte {
 	f := frontOf(t.Key())
-	s := f.s
-	ch := s.chunkAt(f.i)
+	s, i := f.s, f.i
+	ch, p := s.chunkAt(i), s.chunkPtr(i) // before the stores, which might alias f and s
 	ch.setRefs(1)
 	ch.size = uint32(n)
-	return unsafe.Slice((*byte)(s.chunkPtr(f.i)), n)
+	return (*[MaxSlabSize]byte)(p)[:n:n] // n <= the class size: no check beyond the bound's
 }
 
 // tryAlloc is TryAlloc, carving from the shard of hint h when the class
@@ -768,16 +800,23 @@ func (sh *Shared) Owns(buf []byte) bool {
 // takes no lock: one atomic add.
 func (sh *Shared) AddRef(buf []byte) {
 	if !checked.Enabled {
-		if ch := sh.unchained(buf); ch != nil {
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+		s, off := sh.table.Load().hit(p)
+		if off >= s.openSpan() {
+			if !sh.tryAddRefsAt(p, cap(buf), 1) {
+				sh.addRefLocked(buf)
+			}
+			return
+		}
+		if i, ok := s.inChunk(off, cap(buf)); ok {
+			ch := s.chunkAt(i)
 			if old := atomic.AddInt32(&ch.refs, 1) - 1; old > 0 && old < math.MaxInt32 {
 				return
 			}
 			atomic.AddInt32(&ch.refs, -1) // a free chunk, or the count's limit: the locked path panics
 		}
 	}
-	s := sh.lockBuf(buf, false)
-	defer s.unlock()
-	s.a.AddRef(buf)
+	sh.addRefLocked(buf)
 }
 
 // AddRefN is [Arena.AddRefN]: n references at the cost of one AddRef, for
@@ -786,38 +825,48 @@ func (sh *Shared) AddRef(buf []byte) {
 // touches it takes no lock: one atomic add.
 func (sh *Shared) AddRefN(buf []byte, n int) {
 	mustCount(n)
-	if !checked.Enabled && n < math.MaxInt32 {
-		if ch := sh.unchained(buf); ch != nil {
-			d := int32(n)
-			if old := atomic.AddInt32(&ch.refs, d) - d; old > 0 && old <= math.MaxInt32-d {
-				return
-			}
-			atomic.AddInt32(&ch.refs, -d) // the locked path panics
-		}
+	if !checked.Enabled && n < math.MaxInt32 && sh.tryAddRefsAt(uintptr(unsafe.Pointer(unsafe.SliceData(buf))), cap(buf), int32(n)) {
+		return
 	}
+	sh.addRefNLocked(buf, n)
+}
+
+// tryAddRefsAt adds d > 0 references to the chunk of the buffer at p of
+// capacity n without a lock, for AddRefN and for AddRef when hit misses,
+// and reports whether it did.
+func (sh *Shared) tryAddRefsAt(p uintptr, n int, d int32) bool {
+	s, off := sh.openAt(p)
+	if s == nil {
+		return false
+	}
+	i, ok := s.inChunk(off, n)
+	return ok && s.chunkAt(i).tryAddRefs(d)
+}
+
+// tryAddRefs adds d > 0 references to a chunk of an open slab with one
+// atomic add, and reports whether it did: not for a free chunk, nor past
+// math.MaxInt32, which the locked path panics on.
+func (ch *chunk) tryAddRefs(d int32) bool {
+	if old := atomic.AddInt32(&ch.refs, d) - d; old > 0 && old <= math.MaxInt32-d {
+		return true
+	}
+	atomic.AddInt32(&ch.refs, -d)
+	return false
+}
+
+// addRefLocked is AddRef under the lock of the buffer's shard, for the
+// calls the lock-free path does not serve: it panics on their misuse.
+func (sh *Shared) addRefLocked(buf []byte) {
+	s := sh.lockBuf(buf, false)
+	defer s.unlock()
+	s.a.AddRef(buf)
+}
+
+// addRefNLocked is addRefLocked for AddRefN.
+func (sh *Shared) addRefNLocked(buf []byte, n int) {
 	s := sh.lockBuf(buf, false)
 	defer s.unlock()
 	s.a.AddRefN(buf, n)
-}
-
-// unchained returns the bookkeeping of the chunk of buf, found without a
-// lock, if buf lies inside a chunk of a slab that no chain touches (whose
-// counts change only by atomic adds and by the last holder's store), and
-// nil otherwise.
-func (sh *Shared) unchained(buf []byte) *chunk {
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	s := sh.table.Load().first(p) // slabAt, inlined for its usual case
-	if s == nil {
-		if s = sh.slabAt(p); s == nil {
-			return nil
-		}
-	}
-	off := uint32(p - s.base)
-	i := s.chunkIndex(off)
-	if s.outside(i, off, cap(buf)) || s.chained.Load() {
-		return nil
-	}
-	return s.chunkAt(int32(i))
 }
 
 // DecRef is [Arena.DecRef]. On a chunk of a slab that no chain touches it
@@ -829,35 +878,33 @@ func (sh *Shared) unchained(buf []byte) *chunk {
 func (sh *Shared) DecRef(buf []byte) bool {
 	if !checked.Enabled {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-		s := sh.table.Load().first(p) // slabAt, inlined for its usual case
-		if s == nil {
-			s = sh.slabAt(p)
+		s, off := sh.table.Load().hit(p)
+		if off >= s.openSpan() {
+			if s, off = sh.openAt(p); s == nil {
+				return sh.decRefLocked(buf)
+			}
 		}
-		if s != nil {
-			off := uint32(p - s.base)
-			i := s.chunkIndex(off)
-			if !s.outside(i, off, cap(buf)) && !s.chained.Load() {
-				ch := s.chunkAt(int32(i))
-				switch refs := atomic.LoadInt32(&ch.refs); {
-				case refs == 1: // the only holder: no other may change the count
-					f := s.frontAt(int32(i))
-					if t := f.slot.Take(); t != nil {
-						ch.setRefs(0)
-						ch.gen++
-						f.countFree()
-						s.idle.Put(t)
-						return true
-					}
-				case refs > 1:
-					switch refs = atomic.AddInt32(&ch.refs, -1); {
-					case refs > 0:
-						return false
-					case refs == 0: // another holder's DecRef came first
-						sh.freeLast(s, int32(i))
-						return true
-					}
-					atomic.AddInt32(&ch.refs, 1) // a DecRef too many: the locked path panics
+		if i, ok := s.inChunk(off, cap(buf)); ok {
+			ch := s.chunkAt(i)
+			switch refs := atomic.LoadInt32(&ch.refs); {
+			case refs == 1: // the only holder: no other may change the count
+				f := s.frontAt(int32(i))
+				if t := f.slot.Take(); t != nil {
+					ch.setRefs(0)
+					ch.gen++
+					f.countFree()
+					s.idle.Put(t)
+					return true
 				}
+			case refs > 1:
+				switch refs = atomic.AddInt32(&ch.refs, -1); {
+				case refs > 0:
+					return false
+				case refs == 0: // another holder's DecRef came first
+					sh.freeLast(s, int32(i))
+					return true
+				}
+				atomic.AddInt32(&ch.refs, 1) // a DecRef too many: the locked path panics
 			}
 		}
 	}
@@ -869,7 +916,7 @@ func (sh *Shared) DecRef(buf []byte) bool {
 // unchained, otherwise under its shard's lock, which drops the chain's
 // references (a holder may have chained it before its own DecRef).
 func (sh *Shared) freeLast(s *slab, i int32) {
-	if !s.chained.Load() {
+	if !s.chained() {
 		f := s.frontAt(i)
 		if t := f.slot.Take(); t != nil {
 			s.chunkAt(i).gen++

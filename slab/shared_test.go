@@ -698,6 +698,55 @@ func TestShared_SlabTable(t *testing.T) {
 					t.Fatalf("size %d: address %#x found in slab %d; want %d (bases %#x)", size, a, got[i], want, bases)
 				}
 			}
+			// The lock-free paths' lookup finds a slab only in its open
+			// span: all of it, the part its chunks cover, or none once
+			// chained.
+			spans := make([]uintptr, len(bases))
+			for k := range spans {
+				spans[k] = []uintptr{uintptr(size), uintptr(size - size%24), 0}[rng.IntN(3)]
+			}
+			got = slab.SlabTableOpens(bases, size, spans, addrs)
+			for i, a := range addrs {
+				want := -1
+				for k, b := range bases {
+					if a-b < spans[k] {
+						want = k
+					}
+				}
+				if got[i] != want {
+					t.Fatalf("size %d: address %#x found open in slab %d; want %d (bases %#x, spans %d)", size, a, got[i], want, bases, spans)
+				}
+			}
+		}
+	}
+}
+
+// A chunk's index is its offset over the chunk size, computed with a
+// multiplication for every size, power of two or not, at and around every
+// multiple of the size and at random offsets below the largest slab.
+func TestSlab_ChunkIndexIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sizes := []uint32{8, 16, 24, 40, 48, 96, 100, 4096, 4097, 5000, 65535, 65536, 1 << 20, 3 << 19, 1<<30 - 8, 1 << 30}
+	for range 200 {
+		sizes = append(sizes, 8+uint32(rng.IntN(1<<30-8)))
+	}
+	for _, size := range sizes {
+		check := func(off uint32) {
+			if got, want := slab.ChunkIndex(size, off), off/size; got != want {
+				t.Fatalf("size %d, offset %d: index %d; want %d", size, off, got, want)
+			}
+		}
+		for k := uint64(0); k*uint64(size) <= slab.MaxSlabSize && k < 1<<12; k++ {
+			m := uint32(k * uint64(size))
+			check(m)
+			check(m + 1)
+			check(m + size - 1)
+			if m > 0 {
+				check(m - 1)
+			}
+		}
+		for range 1000 {
+			check(uint32(rng.IntN(slab.MaxSlabSize)))
 		}
 	}
 }

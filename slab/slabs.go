@@ -17,29 +17,17 @@ type slabRef struct {
 	s    *slab
 }
 
-// slab is one slab of memory and its chunks' bookkeeping.
+// slab is one slab of memory and its chunks' bookkeeping. The fields a
+// Shared's lock-free calls read come first, on one cache line on 64-bit
+// platforms; none of them changes while the slab is held but open.
 type slab struct {
-	mem        []byte
-	base       uintptr
-	cl         *class
-	size       uint32 // chunk size
-	used       int32  // chunks in use
-	freeHead   int32  // first free chunk, -1 if none (besides fresh ones)
-	fresh      int32  // chunks from fresh on were never handed out
-	num        int32  // index in Arena.slabs, which a Loc names
-	owner      uint32 // for a Shared's slab, its shard
-	gen0       uint32 // generation of a chunk never handed out
-	recip      uint64 // ^uint64(0)/size + 1: off/size is the high word of off*recip
-	shift      uint32 // log2(size) if size is a power of two, else 0
-	prev, next *slab  // links in the class's list of slabs with a free chunk
-	listed     bool
-	chunks     []chunk
-	links      []link // chain links by chunk; nil until a chunk of s is chained
+	base  uintptr
+	open  uintptr // see openSpan
+	recip uint64  // ^uint64(0)/size + 1: off/size is the high word of off*recip
+	size  uint32  // chunk size
+	owner uint32  // for a Shared's slab, its shard
 
-	// Set (atomically: a Shared's DecRef reads it without a lock) once
-	// links is made: a Shared frees chunks of a chained slab under the
-	// shard's lock.
-	chained atomic.Bool
+	chunks []chunk
 
 	// For a slab of a Shared's shard in the release build: the idle set
 	// of the slab's class, which holds its chunks once they were first
@@ -47,6 +35,36 @@ type slab struct {
 	// nil otherwise.
 	idle  *shard.Idle
 	front []frontChunk
+
+	mem        []byte
+	cl         *class
+	used       int32  // chunks in use
+	freeHead   int32  // first free chunk, -1 if none (besides fresh ones)
+	fresh      int32  // chunks from fresh on were never handed out
+	num        int32  // index in Arena.slabs, which a Loc names
+	gen0       uint32 // generation of a chunk never handed out
+	prev, next *slab  // links in the class's list of slabs with a free chunk
+	listed     bool
+	links      []link // chain links by chunk; nil until a chunk of s is chained
+}
+
+// openSpan returns how many bytes from the slab's base a Shared's
+// lock-free calls may find a chunk in: the bytes its chunks cover, until
+// a chunk of the slab is chained, and 0 from then on, so that one compare
+// tells those calls both that an address is in a chunk of the slab and
+// that the slab is unchained. The load is atomic (a plain one on the
+// platforms Go supports): markChained stores 0 while lock-free calls
+// read it. A Shared frees chunks of a chained slab under the shard's lock.
+func (s *slab) openSpan() uintptr { return atomic.LoadUintptr(&s.open) }
+
+// chained reports whether a chunk of s was ever chained.
+func (s *slab) chained() bool { return s.openSpan() == 0 }
+
+// markChained makes the chain links of s, the first time one of its
+// chunks is chained.
+func (s *slab) markChained() {
+	s.links = make([]link, len(s.chunks))
+	atomic.StoreUintptr(&s.open, 0)
 }
 
 // chunk is the bookkeeping of one chunk.
@@ -80,21 +98,10 @@ func (a *Arena) addRefs(ch *chunk, d int32) int32 {
 	return ch.refs
 }
 
-// pow2Shift returns log2(size) if size is a power of two, else 0 (size is
-// at least 8, so 0 is no power's log).
-func pow2Shift(size uint32) uint32 {
-	if size&(size-1) != 0 {
-		return 0
-	}
-	return uint32(bits.TrailingZeros32(size))
-}
-
-// chunkIndex returns off / s.size: a shift for a power-of-two class size,
-// a multiplication by the reciprocal otherwise, never a divide.
+// chunkIndex returns off / s.size, off < 2^32, by a multiplication by the
+// reciprocal, never a divide: exact for every chunk size below 2^32
+// (when the size is a power of two, recip is 2^64/size exactly).
 func (s *slab) chunkIndex(off uint32) uint32 {
-	if s.shift != 0 {
-		return off >> (s.shift & 31)
-	}
 	hi, _ := bits.Mul64(uint64(off), s.recip)
 	return uint32(hi)
 }
@@ -158,7 +165,7 @@ func (a *Arena) grow(c int) (*slab, error) {
 		freeHead: -1,
 		gen0:     a.numGen[num],
 		recip:    ^uint64(0)/uint64(cl.size) + 1,
-		shift:    pow2Shift(cl.size),
+		open:     uintptr(cl.perSlab) * uintptr(cl.size),
 		chunks:   newChunks(int(cl.perSlab), mem),
 	}
 	a.slabs[num] = s
