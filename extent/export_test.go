@@ -110,3 +110,28 @@ func (a *Allocator) RecentLen() int { return a.nRecent }
 
 // Shards reports the number of shards of a Shared.
 func (s *Shared) Shards() int { return len(s.shards) }
+
+// FrontAccount counts the chunks of a Shared's front cache by state: idle,
+// out (both chunkFront), detached and gone.
+func (s *Shared) FrontAccount() (idle, out, detached, gone int) {
+	s.segMu.Lock()
+	defer s.segMu.Unlock()
+	for sg := range s.all {
+		for i := range sg.recs {
+			r := &sg.recs[i]
+			switch r.state.Load() {
+			case chunkFront:
+				if r.slot.Out() {
+					out++
+				} else {
+					idle++
+				}
+			case chunkDetached:
+				detached++
+			default:
+				gone++
+			}
+		}
+	}
+	return idle, out, detached, gone
+}

@@ -109,23 +109,17 @@ func FuzzAllocator(f *testing.F) {
 				}
 				allocs++
 			case 2, 3: // Free a whole allocation
-				if len(m.Live) == 0 {
+				b := pick(t, ops, m)
+				if b == nil {
 					continue
-				}
-				b, err := m.Remove(int(ops.Byte()) % len(m.Live))
-				if err != nil {
-					t.Fatal(err)
 				}
 				a.Free(b)
 				frees++
 				remember(b)
 			case 4: // Free a part; the pieces either side stay live
-				if len(m.Live) == 0 {
+				b := pick(t, ops, m)
+				if b == nil {
 					continue
-				}
-				b, err := m.Remove(int(ops.Byte()) % len(m.Live))
-				if err != nil {
-					t.Fatal(err)
 				}
 				i := int(ops.Byte()) % len(b)
 				j := i + 1 + int(ops.Byte())%(len(b)-i)
@@ -140,12 +134,9 @@ func FuzzAllocator(f *testing.F) {
 					}
 				}
 			case 5: // FreeRest
-				if len(m.Live) == 0 {
+				b := pick(t, ops, m)
+				if b == nil {
 					continue
-				}
-				b, err := m.Remove(int(ops.Byte()) % len(m.Live))
-				if err != nil {
-					t.Fatal(err)
 				}
 				keep := int(ops.Byte()) % (len(b) + 1)
 				k := a.FreeRest(b, keep)

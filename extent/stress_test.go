@@ -139,14 +139,26 @@ func TestShared_StressOwnerTags(t *testing.T) {
 	runtime.GC()
 	runtime.GC()
 	st := readStats(s)
+	if idle, out, detached, gone := s.FrontAccount(); out != 0 {
+		t.Errorf("front cache: %d idle, %d out, %d detached, %d gone", idle, out, detached, gone)
+	}
 	if st.Allocs != mallocs.Load() || st.Frees != frees.Load() || st.InUseBytes != 0 ||
 		st.FreeBytes != st.ReservedBytes || st.BadFrees != 0 || st.HeapFallbacks != 0 {
 		t.Fatalf("after %d Mallocs and %d Frees, every one returned: %v", mallocs.Load(), frees.Load(), &st)
 	}
 	s.Trim()
 	s.Trim() // the first lowers the peak Trim keeps blocks for to zero
-	if st = readStats(s); st.ReservedBytes != 0 || st.InUseBytes != 0 || st.Releases != st.Grows {
-		t.Fatalf("after two Trims of an idle Shared: %v", &st)
+	// The front cache's idle chunks go back to their Allocators after
+	// GCs (the sweep), and Trim gives their blocks back; under the race
+	// detector its idle sets keep them.
+	gcs := 0
+	for ; gcs < 100 && readStats(s).ReservedBytes != 0 && !race.Enabled; gcs++ {
+		runtime.GC()
+		runtime.Gosched() // let the cleanup goroutine run
+		s.Trim()
+	}
+	if st = readStats(s); (st.ReservedBytes != 0 || st.Releases != st.Grows) && !race.Enabled || st.InUseBytes != 0 {
+		t.Fatalf("after two Trims of an idle Shared and %d GCs: %v", gcs, &st)
 	}
 	s.Close()
 }

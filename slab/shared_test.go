@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/memkit/memkit"
 	"github.com/memkit/memkit/internal/checked"
@@ -748,5 +749,62 @@ func TestSlab_ChunkIndexIsExact(t *testing.T) {
 		for range 1000 {
 			check(uint32(rng.IntN(slab.MaxSlabSize)))
 		}
+	}
+}
+
+// Slabs that share the granules of the Shared's table (slabs of 64 KiB
+// placed 32 KiB off the granules' bounds, so that each granule holds the
+// end of one slab and the start of the next) are served the same whether
+// the first entry tried names a buffer's slab or the lookup goes on to the
+// other slab of the entry: counts, the last reference and the misuse of a
+// freed chunk.
+func TestShared_SlabsSharingAGranule(t *testing.T) {
+	const slabSize, n = 64 << 10, 4096
+	backing := make([]byte, 5*slabSize)
+	off := slabSize/2 - int(uintptr(unsafe.Pointer(&backing[0]))%slabSize)
+	if off < 0 {
+		off += slabSize
+	}
+	next := off
+	malloc := func(size int) []byte {
+		if next+size > len(backing) {
+			return nil
+		}
+		b := backing[next : next+size : next+size]
+		next += size
+		return b
+	}
+	sh, err := slab.NewShared(n, slabSize, 2, malloc, slab.WithShards(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bufs [][]byte
+	for range 3 * slabSize / n {
+		bufs = append(bufs, sh.Alloc(n))
+	}
+	if next-off != 3*slabSize {
+		t.Fatalf("the arena took %d bytes of slabs; want 3 slabs of %d", next-off, slabSize)
+	}
+	for i, b := range bufs {
+		b[0] = byte(i)
+		sh.AddRef(b[1:10])
+		sh.AddRefN(b, 2)
+		for k := range 3 {
+			if sh.DecRef(b[k:]) {
+				t.Fatalf("buffer %d: DecRef %d freed it with references left", i, k)
+			}
+		}
+		if !sh.Owns(b) || b[0] != byte(i) {
+			t.Fatalf("buffer %d: not live after its DecRefs balanced its AddRefs", i)
+		}
+		if !sh.DecRef(b) {
+			t.Fatalf("buffer %d: the last DecRef did not free it", i)
+		}
+		wantMisuse(t, "memkit/slab: DecRef of a free chunk", "DecRef", checked.DoubleFree, func() { sh.DecRef(b) })
+		wantMisuse(t, "memkit/slab: AddRef of a free chunk", "AddRef", checked.StaleHandle, func() { sh.AddRef(b) })
+	}
+	st := sharedStats(sh)
+	if st.LiveObjects != 0 || st.BadFrees != uint64(len(bufs)) {
+		t.Fatalf("live %d, bad frees %d; want 0 and %d", st.LiveObjects, st.BadFrees, len(bufs))
 	}
 }

@@ -44,8 +44,8 @@ type extentAlloc struct{ *extent.Allocator }
 func (a extentAlloc) get(n int) ([]byte, any) { return a.Malloc(n), nil }
 func (a extentAlloc) put(b []byte, _ any)     { a.Free(b) }
 
-// extentShared is an extent.Shared: Malloc and Free on its sharded
-// Allocators.
+// extentShared is an extent.Shared: Malloc and Free of up to 64 KiB on its
+// lock-free front cache, larger ones on its sharded Allocators.
 type extentShared struct{ *extent.Shared }
 
 func (a extentShared) get(n int) ([]byte, any) { return a.Malloc(n), nil }

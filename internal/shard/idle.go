@@ -81,6 +81,7 @@ func NewIdle(slotOf func(key uintptr) *Slot) *Idle { return newIdle(slotOf, race
 func newIdle(slotOf func(key uintptr) *Slot, locked bool) *Idle {
 	x := &Idle{slotOf: slotOf, locked: locked}
 	x.self = weak.Make(x)
+	x.pool.New = x.getSlow
 	return x
 }
 
@@ -94,32 +95,32 @@ func (x *Idle) Add(key uintptr) {
 
 // Get takes an idle item, stores its ticket in its slot and returns the
 // ticket, or nil when none is idle. Warm, it is a sync.Pool Get, and the
-// store and the count in the slot: no locked instruction.
-func (x *Idle) Get() *Ticket {
-	t, _ := x.pool.Get().(*Ticket) // always nil under the race detector's locked stack
-	if t == nil {
-		return x.getSlow()
+// store and the count in the slot: no locked instruction. It inlines
+// into its caller: the sync.Pool's New is the slow path, getSlow.
+func (x *Idle) Get() (t *Ticket) {
+	if t = x.pool.Get().(*Ticket); t != nil { // from getSlow when the pool is empty, always under the race detector's locked stack
+		t.slot.take(t)
 	}
-	t.slot.take(t)
-	return t
+	return
 }
 
-// getSlow is Get when the sync.Pool is empty: the ticket last stashed
-// (locked), or an item from the spare list with a ticket made for it.
-func (x *Idle) getSlow() *Ticket {
+// getSlow is the sync.Pool's New, Get when the pool is empty: the ticket
+// last stashed (locked), or an item from the spare list with a ticket made
+// for it, or a nil *Ticket when none is idle. It returns the ticket as an
+// any, which holds a pointer without allocating.
+func (x *Idle) getSlow() any {
 	x.mu.Lock()
 	if k := len(x.stash) - 1; k >= 0 {
 		t := x.stash[k]
 		x.stash[k] = nil
 		x.stash = x.stash[:k]
 		x.mu.Unlock()
-		t.slot.take(t)
 		return t
 	}
 	k := len(x.spare) - 1
 	if k < 0 {
 		x.mu.Unlock()
-		return nil
+		return (*Ticket)(nil) // a typed nil: Get's type assertion does not check for a nil any
 	}
 	key := x.spare[k]
 	x.spare = x.spare[:k]
@@ -127,7 +128,6 @@ func (x *Idle) getSlow() *Ticket {
 	t := &Ticket{key: key, slot: x.slotOf(key)}
 	runtime.AddCleanup(t, recoverItem, cleanupArg{x.self, key})
 	x.made.Add(1)
-	t.slot.take(t)
 	return t
 }
 
@@ -177,8 +177,10 @@ func (x *Idle) Recovered() uint64 { return x.recovered.Load() }
 // not share a cache line.
 type Slot struct {
 	gets uint64 // Gets of the item; first, so that 32-bit platforms' atomic loads find it aligned
-	t    *Ticket
-	_    [(8 - unsafe.Sizeof(uintptr(0))%8) % 8]byte // 16 bytes on 32-bit platforms too
+	// 16 bytes on 32-bit platforms too. (Not last: a struct that ends in a
+	// zero-size field is padded, to 24 bytes on 64-bit platforms.)
+	_ [(8 - unsafe.Sizeof(uintptr(0))%8) % 8]byte
+	t *Ticket
 }
 
 // take stores the ticket of the item a Get takes and counts the Get: a

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/memkit/memkit/internal/race"
 	"github.com/memkit/memkit/internal/shard"
@@ -112,6 +113,14 @@ func TestIdle_GetPut(t *testing.T) {
 
 // Every Get is counted in its item's slot, on the fast path and the slow:
 // a model of two items, one taken k times and the other every third time.
+// A slot costs its owner 16 bytes per item, on 64-bit and 32-bit
+// platforms alike.
+func TestSlot_Is16Bytes(t *testing.T) {
+	if n := unsafe.Sizeof(shard.Slot{}); n != 16 {
+		t.Fatalf("a Slot is %d bytes; want 16", n)
+	}
+}
+
 func TestIdle_GetsCounted(t *testing.T) {
 	for _, k := range []int{1, 64, 65, 129, 1000} {
 		o := newOwner(shard.NewIdle, 2) // the race build's stash keeps every ticket
