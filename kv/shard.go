@@ -586,20 +586,33 @@ func (s *shard) compact(num uint32) {
 		return
 	}
 	mem := c.mem
-	w := 0
+	// Live entries between two dead ones move in one copy: a run of n bytes
+	// from from waits to move down to w-n until the next dead entry (their
+	// slots, found from the headers still in place, already name w-n on).
+	w, from, n := 0, 0, 0
 	for r := 0; r < c.used; {
 		hdr := header(mem, r)
 		span := hdrSpan(hdr)
-		if hdr&deadFlag == 0 {
-			if w != r {
-				i := s.slotAt(num, r)
-				copy(mem[w:w+span], mem[r:r+span])
-				s.tab[i] = s.tab[i]&^locMask | loc(num, w)
+		switch {
+		case hdr&deadFlag != 0:
+			if n > 0 {
+				copy(mem[w-n:w], mem[from:from+n])
+				n = 0
 			}
+		case w != r:
+			if n == 0 {
+				from = r
+			}
+			i := s.slotAt(num, r)
+			s.tab[i] = s.tab[i]&^locMask | loc(num, w)
+			n += span
+			w += span
+		default:
 			w += span
 		}
 		r += span
 	}
+	copy(mem[w-n:w], mem[from:from+n])
 	s.epoch++
 	s.shrink(c, w)
 	if num != s.cur && !s.m.evict && c.touched-c.used > s.curRoom() {
