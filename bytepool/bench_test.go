@@ -38,6 +38,15 @@ func BenchmarkPool_GetPut(b *testing.B) {
 					p.Put(buf)
 				}
 			})
+			b.Run("impl=memkit-locked", func(b *testing.B) { // every class under the reserve's mutex (WithLockedFrom)
+				p := mustNew(b, bytepool.WithLockedFrom(1))
+				b.ReportAllocs()
+				for b.Loop() {
+					buf := p.Get(n)
+					buf[0] = 1
+					p.Put(buf)
+				}
+			})
 			b.Run("impl=memkit-pkg", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {

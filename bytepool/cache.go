@@ -63,7 +63,10 @@ type cacheList struct {
 
 // NewCache returns a Cache in front of p.
 func (p *Pool) NewCache() *Cache {
-	c := &Cache{tabBase: p.tabBase, tabEnd: p.fastEnd, secret: p.secret, all: make([]cacheList, len(p.sizes)), p: p}
+	c := &Cache{tabBase: p.tabBase, secret: p.secret, all: make([]cacheList, len(p.sizes)), p: p}
+	if p.plain { // the lists serve locked classes too: the Cache's end is the table's, not p.fastEnd
+		c.tabEnd = p.tabEnd
+	}
 	c.idle = make([]uint64, len(c.all))
 	c.lists = unsafe.Pointer(&c.all[0])
 	for i := range c.all {
@@ -178,7 +181,9 @@ func (c *Cache) refill(cl, n int) []byte {
 	want := l.bufs[:max(len(l.bufs)/2, 1)]
 	got := 0
 	e := &p.elastic.classes[cl]
-	got = e.takeFree(want)
+	if !e.res.always { // a locked class has nothing in its sync.Pool, and a Get of an emptied one allocates
+		got = e.takeFree(want)
+	}
 	got += e.popInto(want[got:])
 	if got == 0 {
 		mustServe(l.size)

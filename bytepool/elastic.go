@@ -86,13 +86,31 @@ func newElastic(p *Pool, cfg *config) *elasticEngine {
 		ec.alignMask.Store(initialAlignMask(size))
 		ec.budget = p.budget
 		ec.fin = func(*byte) { collected(ec) }
-		if size >= reserveOnly {
+		if size >= cfg.lockedFrom {
 			ec.res.always = true
 			ec.short.Store(lossBias)
 		}
 	}
+	p.fastEnd = min(p.fastEnd, lockedEnd(p.sizes, cfg.lockedFrom))
 	e.newRetention()
 	return e
+}
+
+// lockedEnd returns the smallest size whose class is locked (of lockedFrom
+// bytes or more, see [WithLockedFrom]), as Get's fast path bound: a Get
+// below it takes a sync.Pool class, and so does a Put of a capacity below
+// it, so that the fast path never touches a locked class's sync.Pool
+// (a Get of an emptied sync.Pool allocates its per-P array).
+func lockedEnd(sizes []int, lockedFrom int) uint {
+	for c, size := range sizes {
+		if size >= lockedFrom {
+			if c == 0 {
+				return 0
+			}
+			return uint(sizes[c-1]) + 1
+		}
+	}
+	return ^uint(0)
 }
 
 // elasticOf returns class c of an Elastic pool, c < len(classes), which
@@ -123,7 +141,10 @@ func (e *elasticEngine) getClass(c, n int) []byte {
 // budget and the machine allow, counted; nil if neither.
 func (e *elasticEngine) tryTake(c int) unsafe.Pointer {
 	ec := &e.classes[c]
-	ptr, _ := ec.free.Get().(unsafe.Pointer)
+	var ptr unsafe.Pointer
+	if !ec.res.always {
+		ptr, _ = ec.free.Get().(unsafe.Pointer)
+	}
 	if ptr == nil {
 		ptr = ec.pop()
 	}

@@ -50,7 +50,7 @@ type Pool struct {
 	tabBase  unsafe.Pointer
 	tabMax   int  // the largest n in the table, or -1 for none
 	tabEnd   uint // tabMax+1: uint(n) < tabEnd means n is in the table
-	fastEnd  uint // tabEnd if the pool is plain, else 0: uint(n) < fastEnd means Get and Put take the fast path
+	fastEnd  uint // tabEnd if the pool is plain, else 0, and no class past a locked one: uint(n) < fastEnd means Get and Put take the fast path
 
 	// The Elastic fast path's, copied from the engine: Get and Put read
 	// them inline.

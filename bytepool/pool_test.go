@@ -74,6 +74,7 @@ func TestNew_InvalidOptionsNameTheOption(t *testing.T) {
 		{bytepool.WithClassesPerDoubling(3), "memkit/bytepool: ClassesPerDoubling 3 must be a power of two between 1 and 64"},
 		{bytepool.WithClassesPerDoubling(16), "memkit/bytepool: MinSize 64 with ClassesPerDoubling 16 gives classes 4 bytes apart; need at least 8 (raise MinSize or lower ClassesPerDoubling)"},
 		{bytepool.WithPolicy(7), "memkit/bytepool: Policy 7 is neither Elastic nor Bounded"},
+		{bytepool.WithLockedFrom(0), "memkit/bytepool: LockedFrom 0 is not > 0; leave the option out for the default (262144), or pass more than MaxSize for no locked class"},
 	} {
 		p, err := bytepool.New(tc.opt)
 		if p != nil || err == nil || err.Error() != tc.want {

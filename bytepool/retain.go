@@ -8,6 +8,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/clock"
 )
 
@@ -70,7 +71,7 @@ type reserve struct {
 	lostMax                 int64
 	lostNow, losing, filing bool
 	pops, hotAt             int
-	always                  bool // a class of reserveOnly bytes or more: every Put files into the reserve
+	always                  bool // a locked class (WithLockedFrom): every Put files into the reserve
 }
 
 // What sync.Pool drops. The tending step empties every sync.Pool it can
@@ -114,8 +115,8 @@ type reserve struct {
 // class size from; only slow paths write it.
 
 // lossBias is what a class that files every Put into the reserve adds to
-// its shortfall (one in loss mode's first stage, or of reserveOnly bytes
-// or more): more than any count of Gets can take off.
+// its shortfall (one in loss mode's first stage, or a locked class, see
+// [WithLockedFrom]): more than any count of Gets can take off.
 const lossBias = 1 << 40
 
 // hotGets is how many Gets a class in loss mode must take from the reserve
@@ -124,14 +125,16 @@ const lossBias = 1 << 40
 // class's Gets can find its sync.Pool short for a drop.
 func hotGets() int { return 128 * runtime.GOMAXPROCS(0) }
 
-// reserveOnly is the smallest class whose Puts always file into the
-// reserve, as if the class were losing buffers for good: for buffers this
-// large a mutex costs nothing next to their use (a Get and Put pair costs
-// tens of nanoseconds more; writing 256 KiB takes microseconds), and a
-// sync.Pool would keep the one buffer in each P's private slot out of the
-// tending step's reach, so that an idle buffer of megabytes could wait for
-// two GC cycles instead of two periods.
-const reserveOnly = 256 << 10
+// A locked class (of WithLockedFrom's size or more, 256 KiB by default)
+// files every Put into the reserve, as if it were losing buffers for good,
+// and its Gets never look into its sync.Pool: for buffers this large a
+// mutex costs nothing next to their use (a Get and Put pair costs tens of
+// nanoseconds more; writing 256 KiB takes microseconds); a sync.Pool would
+// keep the one buffer in each P's private slot out of the tending step's
+// reach, so that an idle buffer of megabytes could wait for two GC cycles
+// instead of two periods; and a sync.Pool allocates its per-P storage
+// again after every GC cycle, which a program moving large buffers runs
+// often.
 
 // newRetention sets up e's tending: its place in the list the GC hook
 // tends, and a cleanup that empties the reserves once e (and so its pool)
@@ -252,7 +255,12 @@ func (e *elasticEngine) tend(mayEnd bool) (holding bool) {
 // holds.
 func (r *reserve) tend(e *elasticClass, end bool) int {
 	var batch [64]unsafe.Pointer
-	for taken := 0; taken < drainMax && r.mayDrain(e); {
+	// A locked class's Puts never reach its sync.Pool (but for the checked
+	// build's quarantine, which puts there): its drain would only find it
+	// empty, and allocate the per-P array sync.Pool's Get remakes after a
+	// GC cycle.
+	drain := !r.always || checked.Enabled
+	for taken := 0; drain && taken < drainMax && r.mayDrain(e); {
 		n := e.takeFree(batch[:])
 		if n == 0 {
 			break

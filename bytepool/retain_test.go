@@ -354,6 +354,111 @@ func TestElastic_LargeClassesKeepIdleBuffersInTheReserve(t *testing.T) {
 	}
 }
 
+// TestElastic_LockedFromMovesTheThreshold: WithLockedFrom(32 KiB) makes
+// the classes from 32 KiB up keep every idle buffer in the reserve, through
+// Get and Put's fast path (sizes up to 64 KiB) as through a Cache, and
+// leaves the classes under it on their sync.Pools; a threshold above the
+// largest class leaves every class there.
+func TestElastic_LockedFromMovesTheThreshold(t *testing.T) {
+	exactPools(t)
+	p := mustNew(t, bytepool.WithLockedFrom(32<<10))
+	for _, size := range []int{28<<10 + 1, 32 << 10, 64 << 10, 1 << 20} { // 28 KiB+1 rounds up to the 32 KiB class
+		class := classOf(p, size)
+		for i := range 3 {
+			p.Put(p.Get(size))
+			if held, _ := p.Reserve(class); held != 1 {
+				t.Fatalf("size %d, Get+Put %d: the reserve holds %d; want 1", size, i, held)
+			}
+		}
+		c := p.NewCache()
+		c.Put(c.Get(size))
+		c.Release()
+		if held, _ := p.Reserve(class); held != 1 {
+			t.Fatalf("size %d, through a Cache: the reserve holds %d; want 1", size, held)
+		}
+	}
+	if held, _ := p.Reserve(classOf(p, 28<<10)); held != 0 {
+		t.Fatalf("the 28 KiB class, under the threshold, holds %d in its reserve before any Put", held)
+	}
+	none := mustNew(t, bytepool.WithLockedFrom(2<<20))
+	none.Put(none.Get(1 << 20)) // a new buffer: this Put makes up the shortfall its Get counted
+	none.Put(none.Get(1 << 20)) // from the reserve, back to the sync.Pool
+	if held, _ := none.Reserve(classOf(none, 1<<20)); held != 0 {
+		t.Fatalf("WithLockedFrom(2 MiB): the 1 MiB class holds %d in its reserve; want 0 (its sync.Pool holds it)", held)
+	}
+}
+
+// TestElastic_LockedClassAllocatesNothingPerGC: a Get+Put of a locked
+// class allocates nothing across GC cycles, where a sync.Pool class
+// allocates its per-P storage again after each (the cost WithLockedFrom
+// removes).
+func TestElastic_LockedClassAllocatesNothingPerGC(t *testing.T) {
+	if race.Enabled || checked.Enabled {
+		t.Skip("the race detector and the checked build allocate on their own")
+	}
+	const size = 64 << 10
+	for _, tc := range []struct {
+		from   int
+		locked bool
+	}{{32 << 10, true}, {bytepool.DefaultLockedFrom, false}} {
+		p := mustNew(t, bytepool.WithLockedFrom(tc.from))
+		p.Put(p.Get(size))
+		a := testing.AllocsPerRun(20, func() {
+			runtime.GC()
+			p.Put(p.Get(size))
+		})
+		if tc.locked && a != 0 {
+			t.Errorf("WithLockedFrom(%d): GC then Get+Put(%d): %v allocs/op; want 0", tc.from, size, a)
+		}
+		if !tc.locked && a < 1 {
+			t.Errorf("WithLockedFrom(%d): GC then Get+Put(%d): %v allocs/op; want >= 1 (sync.Pool's per-P array), or the test shows nothing", tc.from, size, a)
+		}
+	}
+}
+
+// holdAtOnce gets k buffers of size from p, all in use at once, and puts
+// them back.
+func holdAtOnce(p *bytepool.Pool, size, k int) {
+	bufs := make([][]byte, k)
+	for i := range bufs {
+		bufs[i] = p.Get(size)
+	}
+	for _, b := range bufs {
+		p.Put(b)
+	}
+}
+
+// TestElastic_LockedClassFollowsDemand: a locked class of 64 KiB keeps a
+// burst's buffers through the period after it and gives them back at the
+// end of the next, as the sync.Pool classes do (the model is the retention
+// rule; the clock is the test's).
+func TestElastic_LockedClassFollowsDemand(t *testing.T) {
+	exactPools(t)
+	var fake clock.Fake
+	t.Cleanup(clock.Set(&fake))
+	const size, count = 64 << 10, 16
+	p := mustNew(t, bytepool.WithLockedFrom(32<<10))
+	class := classOf(p, size)
+	holdAtOnce(p, size, count)
+	holdAtOnce(p, size, count/2)           // half the burst again, within the first period
+	fake.Advance(bytepool.RetentionPeriod) // the period of the burst: all were needed
+	if held, gone := p.Reserve(class); held != count || gone != 0 {
+		t.Fatalf("one period after the burst the reserve holds %d and gave back %d; want %d and 0", held, gone, count)
+	}
+	holdAtOnce(p, size, count/4)           // a quarter needed in the next period
+	fake.Advance(bytepool.RetentionPeriod) // 3/4 idle all period long go back
+	if held, gone := p.Reserve(class); held != count/4 || gone != count-count/4 {
+		t.Fatalf("after a period needing a quarter the reserve holds %d and gave back %d; want %d and %d", held, gone, count/4, count-count/4)
+	}
+	fake.Advance(bytepool.RetentionPeriod) // none needed
+	if held, gone := p.Reserve(class); held != 0 || gone != count {
+		t.Fatalf("after an idle period the reserve holds %d and gave back %d; want 0 and %d", held, gone, count)
+	}
+	if s := readStats(p); s.Grows != count {
+		t.Fatalf("Grows = %d; want %d (no Get made a buffer the reserve held)", s.Grows, count)
+	}
+}
+
 // TestElastic_TimerGivesBackIdleBuffersWithinTwoPeriods: with no GC cycle
 // and no call, the pool's own timer gives back every idle buffer within two
 // periods of its last use (the clock is a Fake, whose Advance runs the
@@ -365,13 +470,7 @@ func TestElastic_TimerGivesBackIdleBuffersWithinTwoPeriods(t *testing.T) {
 	const size, count = 64 << 10, 16
 	p := mustNew(t)
 	class := classOf(p, size)
-	bufs := make([][]byte, count)
-	for i := range bufs {
-		bufs[i] = p.Get(size)
-	}
-	for _, b := range bufs {
-		p.Put(b)
-	}
+	holdAtOnce(p, size, count)
 	fake.Advance(bytepool.RetentionPeriod) // a period in which all were used
 	if held, gone := p.Reserve(class); held != count || gone != 0 {
 		t.Fatalf("one period after the burst the reserve holds %d and gave back %d; want %d and 0", held, gone, count)

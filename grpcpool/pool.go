@@ -11,6 +11,16 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
+// LockedFrom is the smallest buffer class the pool's own bytepool keeps
+// only under a mutex, never in a sync.Pool (bytepool.WithLockedFrom): 16
+// KiB, the HTTP/2 frame size gRPC reads data frames into. A program moving
+// messages this large runs a GC every few of them, and after each cycle a
+// sync.Pool class allocates its per-P storage and chain blocks again; from
+// 16 KiB up a mutex round trip per Get and Put (two locked instructions)
+// is nothing next to filling the buffer. Below it, a class stays on its
+// sync.Pool, where a Get and Put take no lock.
+const LockedFrom = 16 << 10
+
 // DefaultMaxSize is the largest buffer the pool's own bytepool keeps
 // (4 MiB, gRPC's default largest received message); larger ones come from
 // the heap and go back to the GC.
@@ -42,7 +52,11 @@ const DefaultMaxSize = 4 << 20
 //     up to 4 MiB, gRPC's default largest message, and serves larger ones from
 //     the heap without keeping them;
 //   - allocates nothing per Get or Put once warm, however often the GC
-//     runs (the *[]byte headers are kept too, up to 4096 of them);
+//     runs (the *[]byte headers are kept too, up to 4096 of them); its
+//     classes from LockedFrom (16 KiB) up keep idle buffers under a mutex
+//     instead of a sync.Pool, so they allocate nothing per GC cycle either
+//     (smaller classes, like every sync.Pool, allocate their per-P storage
+//     again after each cycle);
 //   - keeps the idle buffers the recent peak of demand needed through GC
 //     cycles, and gives the rest back to the GC within two seconds once
 //     demand falls (bytepool's Elastic retention rule: a class gives back,
@@ -69,7 +83,8 @@ type config struct {
 }
 
 // WithBytePool sets the bytepool.Pool the buffers come from. Without it New
-// makes one with classes up to DefaultMaxSize (bytepool.WithMaxSize).
+// makes one with classes up to DefaultMaxSize (bytepool.WithMaxSize), those
+// from LockedFrom up kept under a mutex (bytepool.WithLockedFrom).
 func WithBytePool(p *bytepool.Pool) Option { return func(c *config) { c.bp = p } }
 
 // New returns a Pool configured by opts, or an error naming the bad option.
@@ -79,7 +94,7 @@ func New(opts ...Option) (*Pool, error) {
 		o(&c)
 	}
 	if c.bp == nil {
-		bp, err := bytepool.New(bytepool.WithMaxSize(DefaultMaxSize))
+		bp, err := bytepool.New(bytepool.WithMaxSize(DefaultMaxSize), bytepool.WithLockedFrom(LockedFrom))
 		if err != nil {
 			return nil, fmt.Errorf("%s%w", prefix, err)
 		}
@@ -153,7 +168,8 @@ func (p *Pool) BytePool() *bytepool.Pool { return p.bp }
 // grows. For exact counts give New a pool that counts every Get and Put,
 // at one shared atomic add per call:
 //
-//	bp, _ := bytepool.New(bytepool.WithMaxSize(grpcpool.DefaultMaxSize), bytepool.WithExactStats())
+//	bp, _ := bytepool.New(bytepool.WithMaxSize(grpcpool.DefaultMaxSize),
+//		bytepool.WithLockedFrom(grpcpool.LockedFrom), bytepool.WithExactStats())
 //	p, _ := grpcpool.New(grpcpool.WithBytePool(bp))
 func (p *Pool) ReadStats(st *stats.Stats) { p.bp.ReadStats(st) }
 
