@@ -10,6 +10,7 @@ import (
 
 	"github.com/memkit/memkit/internal/checked"
 	"github.com/memkit/memkit/internal/clock"
+	"github.com/memkit/memkit/internal/shard"
 )
 
 // Retention of an Elastic pool's idle buffers. sync.Pool alone drops what
@@ -136,20 +137,15 @@ func hotGets() int { return 128 * runtime.GOMAXPROCS(0) }
 // again after every GC cycle, which a program moving large buffers runs
 // often.
 
-// newRetention sets up e's tending: its place in the list the GC hook
-// tends, and a cleanup that empties the reserves once e (and so its pool)
+// newRetention sets up e's tending after every GC cycle
+// (shard.AfterEachGC, which holds e weakly and costs no allocation per
+// cycle), and a cleanup that empties the reserves once e (and so its pool)
 // is collected. (The classes' finalizer func holds the classes, so a
 // reserve would otherwise keep its buffers alive for good.)
 func (e *elasticEngine) newRetention() {
 	e.ret = retention{clock: clock.Now, self: weak.Make(e)}
 	e.ret.start = e.ret.clock()
-	tended.mu.Lock()
-	tended.pools = append(tended.pools, e.ret.self)
-	if !tended.hooked {
-		tended.hooked = true
-		runtime.SetFinalizer(new(gcSentinel), afterGC) // unreachable at once: its finalizer marks each GC cycle
-	}
-	tended.mu.Unlock()
+	shard.AfterEachGC(e.ret.self, (*elasticEngine).afterGC)
 	runtime.AddCleanup(e, emptyReserves, e.classes)
 }
 
@@ -163,41 +159,12 @@ func emptyReserves(classes []elasticClass) {
 	}
 }
 
-// tended lists the Elastic pools the GC hook tends, weakly, so that the
-// list keeps none of them alive.
-var tended struct {
-	mu    sync.Mutex
-	pools []weak.Pointer[elasticEngine]
-	// hooked: the GC hook is armed (once, by the first pool, for good).
-	hooked bool
-}
-
-// gcSentinel is unreachable from the moment the hook is armed; its
-// finalizer runs after every GC cycle and sets itself again, which keeps
-// the sentinel for the next cycle: the hook costs no allocation per cycle.
-// 16 bytes, so that it is not a tiny allocation, whose finalizer may never
-// run.
-type gcSentinel [16]byte
-
-// afterGC tends every Elastic pool after a GC cycle, forgets the ones
-// collected, and arms itself for the next cycle.
-func afterGC(s *gcSentinel) {
-	runtime.SetFinalizer(s, afterGC)
-	tended.mu.Lock()
-	defer tended.mu.Unlock()
-	live := tended.pools[:0]
-	for _, w := range tended.pools {
-		e := w.Value()
-		if e == nil {
-			continue
-		}
-		live = append(live, w)
-		if e.tend(false) {
-			e.arm()
-		}
+// afterGC tends e after a GC cycle, and starts its timer if the reserves
+// then hold idle buffers.
+func (e *elasticEngine) afterGC() {
+	if e.tend(false) {
+		e.arm()
 	}
-	clear(tended.pools[len(live):])
-	tended.pools = live
 }
 
 // arm starts the tending timer unless it runs already.
