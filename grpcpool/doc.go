@@ -22,8 +22,10 @@
 // the gRPC dependency.
 //
 // Measured with gRPC's own benchmarks against its default pool, it used
-// 4–26% less CPU and allocated fewer bytes from 64 KiB messages up (but for
-// streaming 1 MiB, within run-to-run noise; at 1 KiB it was not ahead), and
-// gives memory back after a burst where the default keeps it: the
-// repository's docs/grpc-and-http.md has the tables and the commands.
+// 8–24% less CPU and 1–5% fewer bytes per RPC from 64 KiB messages up; at
+// 1 KiB it tied (CPU 0.97–1.00×, the same allocations); allocations per RPC
+// were within run-to-run noise of the default's (some cases more, some
+// fewer); and it gives memory back after a burst where the default keeps
+// it. The repository's docs/grpc-and-http.md has the tables, the losses and
+// the commands.
 package grpcpool
