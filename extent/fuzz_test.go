@@ -24,6 +24,23 @@ import (
 // and one outside every block with "foreign memory", the free bytes in the
 // stats equal the reserved bytes less what the model holds, the index keeps
 // its invariants, and once everything is freed each block is one free range.
+// addMalloc checks that b, what a Malloc or TryMalloc of n bytes returned,
+// has exactly n bytes, and adds it to the model m of live allocations unless
+// it is empty; it reports whether it added b.
+func addMalloc(t *testing.T, m *memtest.Model, b []byte, n int) bool {
+	t.Helper()
+	if len(b) != n || cap(b) != n {
+		t.Fatalf("Malloc(%d): len %d cap %d", n, len(b), cap(b))
+	}
+	if n == 0 {
+		return false
+	}
+	if _, err := m.Add(b); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
 func FuzzAllocator(f *testing.F) {
 	f.Add([]byte{0, 0, 100, 0, 0, 50, 0, 3, 0, 4, 1, 30, 5, 0, 9, 10})
 	f.Add([]byte{1, 0, 255, 15, 0, 255, 15, 2, 0, 3, 1, 3, 0, 8, 6, 0, 7, 9, 0, 11})
@@ -80,17 +97,9 @@ func FuzzAllocator(f *testing.F) {
 			switch op {
 			case 0: // Malloc
 				n := size()
-				b := a.Malloc(n)
-				if len(b) != n || cap(b) != n {
-					t.Fatalf("Malloc(%d): len %d cap %d", n, len(b), cap(b))
+				if addMalloc(t, m, a.Malloc(n), n) {
+					allocs++
 				}
-				if n == 0 {
-					continue
-				}
-				if _, err := m.Add(b); err != nil {
-					t.Fatal(err)
-				}
-				allocs++
 			case 1: // TryMalloc
 				n := size()
 				b, err := a.TryMalloc(n)
@@ -101,13 +110,9 @@ func FuzzAllocator(f *testing.F) {
 					fails++
 					continue
 				}
-				if n == 0 {
-					continue
+				if addMalloc(t, m, b, n) {
+					allocs++
 				}
-				if _, err := m.Add(b); err != nil {
-					t.Fatal(err)
-				}
-				allocs++
 			case 2, 3: // Free a whole allocation
 				b := pick(t, ops, m)
 				if b == nil {
