@@ -250,7 +250,7 @@ func tableFinds(bases []uintptr, slabSize int, span []uintptr, addrs []uintptr, 
 // ChunkIndex returns what a slab of chunks of size bytes takes for
 // off/size.
 func ChunkIndex(size, off uint32) uint32 {
-	s := &slab{size: size, recip: ^uint64(0)/uint64(size) + 1}
+	s := &slab{size: uintptr(size), recip: ^uint64(0)/uint64(size) + 1}
 	return s.chunkIndex(off)
 }
 

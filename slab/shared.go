@@ -282,7 +282,7 @@ func (sh *Shared) openAt(p uintptr) (*slab, uintptr) {
 func (s *slab) inChunk(off uintptr, n int) (int32, bool) {
 	o := uint32(off) // below the open span: under 2^30
 	i := s.chunkIndex(o)
-	return int32(i), uint64(o-i*s.size)+uint64(n) <= uint64(s.size)
+	return int32(i), uint64(o-i*uint32(s.size))+uint64(n) <= uint64(s.size)
 }
 
 // hitChunk is inChunk below the hit span of s (see fastSpan), with the
@@ -841,12 +841,15 @@ func (sh *Shared) AddRef(buf []byte) {
 			}
 		}
 	}
-	sh.addRefSlow(buf)
+	sh.addRefSlow(buf[:0]) // see addRefSlow
 }
 
 // addRefSlow is AddRef for the calls that hit does not serve: a slab that
 // the table's first entry for the address does not hold, or misuse, which
-// the locked path panics on. One call site keeps AddRef's registers free.
+// the locked path panics on. One call site keeps AddRef's registers free,
+// and so does buf's length, which no lookup reads (only its address and
+// capacity): AddRef passes it as 0, and the register that held it serves
+// the table's variable shift.
 func (sh *Shared) addRefSlow(buf []byte) {
 	if !checked.Enabled && sh.tryAddRefs(buf, 1) {
 		return
@@ -922,25 +925,17 @@ func (sh *Shared) DecRef(buf []byte) bool {
 			if ch, i, ok = s.hitChunk(off, cap(buf)); ok {
 				goto found
 			}
-		} else if s, off = sh.openAt(p); s != nil {
+		} else if s, off = sh.openAt(s.base + off); s != nil { // s.base+off is p, which need not stay in a register
 			ch, i, ok = s.openChunk(off, cap(buf))
 		}
 		if !ok {
-			return sh.decRefLocked(buf)
+			return sh.decRefLocked(buf[:0]) // see addRefSlow
 		}
 	found:
 		{
-			switch refs := atomic.LoadInt32(&ch.refs); {
-			case refs == 1: // the only holder: no other may change the count
-				f := s.frontAt(int32(i))
-				if t := f.slot.Take(); t != nil {
-					ch.setRefs(0)
-					ch.gen++
-					f.countFree()
-					s.idle.Put(t)
-					return true
-				}
-			case refs > 1:
+			// A second holder's DecRef first: the test of the count is a
+			// compare and a jump there.
+			if refs := atomic.LoadInt32(&ch.refs); refs > 1 {
 				switch refs = atomic.AddInt32(&ch.refs, -1); {
 				case refs > 0:
 					return false
@@ -949,10 +944,19 @@ func (sh *Shared) DecRef(buf []byte) bool {
 					return true
 				}
 				atomic.AddInt32(&ch.refs, 1) // a DecRef too many: the locked path panics
+			} else if refs == 1 { // the only holder: no other may change the count
+				f := s.frontAt(int32(i))
+				if t := f.slot.Take(); t != nil {
+					ch.setRefs(0)
+					ch.gen++
+					f.countFree()
+					s.idle.Put(t)
+					return true
+				}
 			}
 		}
 	}
-	return sh.decRefLocked(buf)
+	return sh.decRefLocked(buf[:0])
 }
 
 // freeLast frees chunk i of s, whose count an atomic DecRef took to zero:

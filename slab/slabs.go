@@ -24,7 +24,7 @@ type slab struct {
 	base   uintptr
 	fast   uintptr // see hitSpan
 	magic  uint64  // ceil(2^32/size): off/size is off*magic>>32 below fast
-	size   uint32  // chunk size
+	size   uintptr // chunk size, word-sized: a multiply's memory operand
 	owner  uint32  // for a Shared's slab, its shard
 	chunks []chunk
 	open   uintptr // see openSpan
@@ -185,7 +185,7 @@ func (a *Arena) grow(c int) (*slab, error) {
 		base:     base,
 		num:      num,
 		cl:       cl,
-		size:     cl.size,
+		size:     uintptr(cl.size),
 		freeHead: -1,
 		gen0:     a.numGen[num],
 		recip:    ^uint64(0)/uint64(cl.size) + 1,
@@ -370,7 +370,7 @@ func (a *Arena) chunkOf(buf []byte) (*slab, int32) {
 // chunk i, the chunk whose index chunkIndex(off) gave: the bounds test of
 // every lookup of a buffer, small enough to inline.
 func (s *slab) outside(i, off uint32, n int) bool {
-	return i >= uint32(len(s.chunks)) || uint64(off-i*s.size)+uint64(n) > uint64(s.size)
+	return i >= uint32(len(s.chunks)) || uint64(off-i*uint32(s.size))+uint64(n) > uint64(s.size)
 }
 
 // mustChunkOf is chunkOf for methods that panic on a foreign buffer.
