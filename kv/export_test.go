@@ -1,6 +1,9 @@
 package kv
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Check verifies every shard's bookkeeping against its segments and index:
 // for tests and the fuzz target.
@@ -90,4 +93,34 @@ func (m *Map) Regions() int {
 		}
 	}
 	return n
+}
+
+// Spare waits until no spare region is being prepared and returns the
+// address of m's spare region, 0 for none.
+func (m *Map) Spare() uintptr {
+	r := &m.regions
+	r.mu.Lock()
+	done := r.preparing
+	r.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.spare == nil {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&r.spare[0]))
+}
+
+// RegionAt returns the address of m's region numbered num (from 1), 0 for
+// none.
+func (m *Map) RegionAt(num int) uintptr {
+	r := &m.regions
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if num > len(r.list) || r.list[num-1].mem == nil {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&r.list[num-1].mem[0]))
 }

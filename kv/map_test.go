@@ -365,13 +365,7 @@ func TestMap_GoHeapIndependentOfEntries(t *testing.T) {
 // segments), the regions go back as their segments empty, and Close
 // unmaps the rest.
 func TestMap_Regions(t *testing.T) {
-	if !offheap.MmapAvailable {
-		t.Skip("no mmap here: the Map lives in the Go heap")
-	}
-	defer kv.SetHugeAfter(kv.SetHugeAfter(0))
-	var before, after memkit.Stats
-	offheap.ReadStats(&before)
-	m := mustNew(t, kv.WithShards(4))
+	m, closeAndCheck := regionMap(t, kv.WithShards(4))
 	const n = 8000 // 4.5 MB of entries: 18 segments, 3 regions at least
 	for round := range 3 {
 		for i := range n {
@@ -400,11 +394,67 @@ func TestMap_Regions(t *testing.T) {
 	if r := m.Regions(); r > 4 { // the shards' current segments may stay
 		t.Fatalf("%d huge-page regions left with the Map empty; want at most one per shard", r)
 	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
+	closeAndCheck()
+}
+
+// regionMap returns a Map made with opts that carves its segments from
+// huge-page regions from the first, and a function that closes it and
+// checks that every byte it mapped went back.
+func regionMap(t *testing.T, opts ...kv.Option) (*kv.Map, func()) {
+	t.Helper()
+	if !offheap.MmapAvailable {
+		t.Skip("no mmap here: the Map lives in the Go heap")
 	}
-	offheap.ReadStats(&after)
-	if r := m.Regions(); r != 0 || after.InUseBytes != before.InUseBytes {
-		t.Fatalf("after Close: %d regions, mapped bytes %d (before the Map %d)", r, after.InUseBytes, before.InUseBytes)
+	old := kv.SetHugeAfter(0)
+	t.Cleanup(func() { kv.SetHugeAfter(old) })
+	var before memkit.Stats
+	offheap.ReadStats(&before)
+	m := mustNew(t, opts...)
+	return m, func() {
+		t.Helper()
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var after memkit.Stats
+		offheap.ReadStats(&after)
+		if r := m.Regions(); r != 0 || after.InUseBytes != before.InUseBytes {
+			t.Fatalf("after Close: %d regions, mapped bytes %d (before the Map %d)", r, after.InUseBytes, before.InUseBytes)
+		}
 	}
+}
+
+// A Map that carves regions keeps one spare, mapped and touched by a
+// goroutine of its own, and the Set that needs a new region takes it
+// (without the fault of a huge page's first write); Close waits for a
+// spare in preparation and unmaps it.
+func TestMap_SpareRegion(t *testing.T) {
+	m, closeAndCheck := regionMap(t, kv.WithShards(1))
+	i := 0
+	set := func() {
+		t.Helper()
+		if err := m.Set(fmt.Appendf(nil, "k%d", i), val(i, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		i++
+	}
+	for m.Regions() < 1 {
+		set()
+	}
+	spare := m.Spare()
+	if spare == 0 || spare == m.RegionAt(1) {
+		t.Fatalf("spare region at %#x with region 1 at %#x; want a spare of its own", spare, m.RegionAt(1))
+	}
+	for m.Regions() < 2 {
+		set()
+	}
+	if got := m.RegionAt(2); got != spare {
+		t.Fatalf("the second region is at %#x; want the spare, at %#x", got, spare)
+	}
+	for k := range i {
+		if got, ok := m.Get(nil, fmt.Appendf(nil, "k%d", k)); !ok || !bytes.Equal(got, val(k, 1000)) {
+			t.Fatalf("k%d lost its value", k)
+		}
+	}
+	set() // the spare for region 3 may be in preparation: Close waits for it
+	closeAndCheck()
 }
