@@ -135,3 +135,30 @@ func (s *Shared) FrontAccount() (idle, out, detached, gone int) {
 	}
 	return idle, out, detached, gone
 }
+
+// FrontCarves reports how many segments the front cache carved from the
+// shards' Allocators, and how many tickets its idle sets made.
+func (s *Shared) FrontCarves() (segs, tickets uint64) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.Lock.Lock()
+		segs += sh.segAllocs
+		sh.Unlock()
+	}
+	for c := range nFront {
+		tickets += s.front.idle[c].Made()
+	}
+	return segs, tickets
+}
+
+// FrontRecovered reports how many idle chunks' tickets a GC dropped and a
+// cleanup brought back, for the sweep.
+func (s *Shared) FrontRecovered() (n uint64) {
+	for c := range nFront {
+		n += s.front.idle[c].Recovered()
+	}
+	return n
+}
+
+// Sweep is the sweep the Shared runs after each GC.
+func (s *Shared) Sweep() { s.sweep() }

@@ -219,6 +219,144 @@ func TestShared_IdleChunksGoBackAfterGCs(t *testing.T) {
 	t.Logf("the blocks went back after %d GCs", gcs)
 }
 
+// skipUnlessChunksGoBack skips a test of how a Shared gives idle chunks
+// back where it does not: without a front cache (the checked build), or
+// with idle sets that keep their chunks (the race detector's).
+func skipUnlessChunksGoBack(t *testing.T) {
+	t.Helper()
+	if checked.Enabled {
+		t.Skip("the checked build has no front cache")
+	}
+	if race.Enabled {
+		t.Skip("under the race detector the idle sets keep their chunks")
+	}
+}
+
+// A warm class survives GCs: a chunk in use between GCs keeps its ticket
+// (a GC moves the sync.Pool's items to its victim cache, where the next Get
+// finds them), so neither the GC nor the sweep after it makes its class
+// carve a segment again or make a ticket. On one P, so that the Get after
+// the GC runs on the P whose victim cache holds the ticket (on another P
+// it would not find it: see TestShared_GCOnAnotherP).
+func TestShared_WarmClassSurvivesGC(t *testing.T) {
+	if checked.Enabled {
+		t.Skip("the checked build has no front cache")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, n := range []int{16, 4 << 10, 64 << 10} {
+		s := mustShared(t)
+		s.Free(s.Malloc(n))
+		segs, tickets := s.FrontCarves()
+		if segs != 1 || tickets != 1 {
+			t.Fatalf("size %d: %d segments, %d tickets after one Malloc; want 1, 1", n, segs, tickets)
+		}
+		for gc := 1; gc <= 5; gc++ {
+			runtime.GC()
+			s.Sweep() // as the hook does; the hook may run too
+			b := s.Malloc(n)
+			b[0] = byte(gc)
+			s.Free(b)
+			if g, k := s.FrontCarves(); g != segs || k != tickets {
+				t.Fatalf("size %d, after GC %d: %d segments, %d tickets; want %d, %d (no carve, no ticket made again)",
+					n, gc, g, k, segs, tickets)
+			}
+			if idle, out, _, _ := s.FrontAccount(); idle != 1 || out != 0 {
+				t.Fatalf("size %d, after GC %d: %d chunks idle, %d out; want 1, 0", n, gc, idle, out)
+			}
+		}
+	}
+}
+
+// An idle chunk goes back to its Allocator at the first sweep after its
+// ticket's cleanup has run: the second GC after its Free drops the ticket
+// (one GC moves it to the sync.Pool's victim cache, the next drops it), so
+// the chunk is back by the sweep after the second or, when the cleanup
+// runs after that sweep, the third GC. Here the test waits for the cleanup
+// and sweeps itself, and Trim (twice: its hysteresis) then releases the
+// block: after one GC the chunk is still idle in the front cache, after
+// two it is gone.
+func TestShared_IdleChunkGoesBackAfterTwoGCs(t *testing.T) {
+	skipUnlessChunksGoBack(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := mustShared(t)
+	s.Free(s.Malloc(64 << 10)) // one chunk, its segment's only one
+	runtime.GC()
+	s.Sweep()
+	if idle, _, _, gone := s.FrontAccount(); idle != 1 || gone != 0 {
+		t.Fatalf("after one GC: %d idle, %d gone; want 1, 0", idle, gone)
+	}
+	if st := readStats(s); st.ReservedBytes == 0 {
+		t.Fatalf("after one GC: %v; want the chunk's block held", &st)
+	}
+	runtime.GC()
+	// The cleanup of the dropped ticket runs on the runtime's cleanup
+	// goroutine: yield to it (no sleep), at most 1000 times.
+	for i := 0; i < 1000 && s.FrontRecovered() == 0; i++ {
+		runtime.Gosched()
+	}
+	if r := s.FrontRecovered(); r != 1 {
+		t.Fatalf("after two GCs %d tickets recovered; want 1", r)
+	}
+	s.Sweep()
+	// Gone, and its segment, with no chunk left, out of the front cache.
+	if idle, out, detached, gone := s.FrontAccount(); idle+out+detached+gone != 0 {
+		t.Fatalf("after two GCs and a sweep: %d idle, %d out, %d detached, %d gone; want the segment dropped",
+			idle, out, detached, gone)
+	}
+	s.Trim() // its hysteresis: the peak since the last Trim was the segment
+	s.Trim()
+	if st := readStats(s); st.ReservedBytes != 0 || st.InUseBytes != 0 {
+		t.Fatalf("after two GCs and two Trims: %v; want nothing reserved", &st)
+	}
+}
+
+// A GC that moves a goroutine to another P may cost its warm class a
+// carve: the GC moves each P's sync.Pool items to that P's victim cache,
+// and a Get on another P cannot take the item a P kept as its private one,
+// so the Malloc after the GC finds no idle chunk and carves a segment (on
+// 2 Ps, in about a third of the GCs of this test). The chunk left behind
+// is idle, and goes back like any other: after churning through GCs on
+// every P, two GCs without a Malloc give every chunk back and Trim every
+// block.
+func TestShared_GCOnAnotherP(t *testing.T) {
+	skipUnlessChunksGoBack(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, n := range []int{64, 64 << 10} {
+		s := mustShared(t)
+		const gcs = 50
+		for range gcs {
+			b := s.Malloc(n)
+			b[0] = 1
+			s.Free(b)
+			runtime.GC()
+		}
+		segs, tickets := s.FrontCarves()
+		// Idle now: every ticket is dropped within two GCs and its cleanup
+		// brings the chunk back for the sweep. Yield (no sleep) for the
+		// cleanups, at most 10 GCs and 1000 yields each.
+		for i := 0; i < 10 && s.FrontRecovered() < tickets; i++ {
+			runtime.GC()
+			for j := 0; j < 1000 && s.FrontRecovered() < tickets; j++ {
+				runtime.Gosched()
+			}
+		}
+		if r := s.FrontRecovered(); r != tickets {
+			t.Fatalf("size %d: %d of %d tickets recovered", n, r, tickets)
+		}
+		s.Sweep()
+		if idle, out, detached, gone := s.FrontAccount(); idle+out+detached+gone != 0 {
+			t.Fatalf("size %d: idle, after the sweep: %d idle, %d out, %d detached, %d gone; want none",
+				n, idle, out, detached, gone)
+		}
+		s.Trim()
+		s.Trim()
+		if st := readStats(s); st.ReservedBytes != 0 || st.InUseBytes != 0 || st.Allocs != gcs || st.Frees != gcs {
+			t.Fatalf("size %d: idle, after two Trims: %v; want nothing reserved, %d Mallocs and Frees", n, &st, gcs)
+		}
+		t.Logf("size %d: %d GCs on 2 Ps, %d segments carved, %d tickets made", n, gcs, segs, tickets)
+	}
+}
+
 // Close drops the front cache with the blocks; the Shared serves on.
 func TestShared_CloseAndServeOn(t *testing.T) {
 	s := mustShared(t)

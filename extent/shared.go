@@ -51,9 +51,18 @@ import (
 // sync.Pool drops what it held across two GCs, and after each GC the Shared
 // gives the chunks whose tickets were dropped, and those carved and never
 // taken, back to their Allocators; so a chunk idle since a GC is back by
-// the end of the third GC after its Free, and [Shared.Trim] then gives
-// blocks back as an Allocator's does. Under the race detector the idle sets
-// keep their chunks on a locked stack, and never give them back. Besides the
+// the end of the third GC after its Free (the second GC drops its ticket;
+// the sweep after it, or after the third when the ticket's cleanup runs
+// late, gives the chunk back), and [Shared.Trim] then gives blocks back as
+// an Allocator's does. A chunk used between GCs is not given back and
+// costs no carve: the sync.Pool's victim cache keeps its ticket across one
+// GC. But a goroutine that a GC moves to another P cannot take the ticket
+// its old P kept as its private item, so its next Malloc of that class
+// may carve a segment under the shard's lock (at most one per class per P
+// per GC; about a third of the GCs of a one-chunk loop on 2 Ps), and the
+// chunk left behind goes back two GCs later: the churn is per GC, not per
+// call. Under the race detector the idle sets keep their chunks on a
+// locked stack, and never give them back. Besides the
 // Allocator's bookkeeping a chunk costs a 64-byte record and, once used, a
 // 16-byte ticket and its cleanup record on the Go heap.
 //

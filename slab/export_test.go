@@ -211,8 +211,9 @@ func SlabTableFinds(bases []uintptr, slabSize int, addrs []uintptr) []int {
 // span[i] bytes (0: chained).
 func SlabTableOpens(bases []uintptr, slabSize int, span []uintptr, addrs []uintptr) []int {
 	return tableFinds(bases, slabSize, span, addrs, func(sh *Shared, p uintptr) *slab {
-		s, off := sh.table.Load().hit(p)
-		if off >= s.openSpan() {
+		s := sh.loadTable().hit(p)
+		off := p - s.base
+		if off >= s.hitSpan() {
 			s, off = sh.openAt(p)
 		}
 		if s != nil && s.base+off != p {
@@ -230,12 +231,12 @@ func tableFinds(bases []uintptr, slabSize int, span []uintptr, addrs []uintptr, 
 	for i, b := range bases {
 		idx[i] = slabOwner{base: b, s: &slab{base: b}}
 		if span != nil {
-			idx[i].s.open = span[i]
+			idx[i].s.open, idx[i].s.fast = span[i], span[i]
 		}
 		which[idx[i].s] = i
 	}
 	sh := &Shared{}
-	sh.table.Store(newSlabTable(idx, slabSize))
+	sh.storeTable(newSlabTable(idx, slabSize))
 	found := make([]int, len(addrs))
 	for i, p := range addrs {
 		found[i] = -1
@@ -249,6 +250,19 @@ func tableFinds(bases []uintptr, slabSize int, span []uintptr, addrs []uintptr, 
 // ChunkIndex returns what a slab of chunks of size bytes takes for
 // off/size.
 func ChunkIndex(size, off uint32) uint32 {
-	s := &slab{size: size, recip: ^uint64(0)/uint64(size) + 1}
+	s := &slab{size: uintptr(size), recip: ^uint64(0)/uint64(size) + 1}
 	return s.chunkIndex(off)
+}
+
+// HitChunkIndex returns the hit span of a slab of c chunks of size bytes
+// and what hitChunk's multiply by the slab's magic takes for off/size
+// (the multiply alone: a slab of 2^30 chunks has no bookkeeping here).
+func HitChunkIndex(c, size uint32, off uintptr) (span uintptr, i uintptr) {
+	span, m := fastSpan(c, size)
+	return span, uintptr(uint64(off) * m >> 32)
+}
+
+// HitSpanOf returns the hit span of the slab of buf, in a Shared.
+func (sh *Shared) HitSpanOf(buf []byte) uintptr {
+	return sh.slabAt(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))).hitSpan()
 }

@@ -101,10 +101,10 @@ type Shared struct {
 	// every call takes a shard's lock).
 	fronts []*shard.Idle
 
-	index    []slabOwner               // live slabs by base address, under indexMu
-	indexMu  sync.Mutex                // serializes index and table updates
-	table    atomic.Pointer[slabTable] // the adopted slabs by address, copy-on-write
-	badFrees atomic.Uint64             // DecRefs of buffers in no shard
+	index    []slabOwner    // live slabs by base address, under indexMu
+	indexMu  sync.Mutex     // serializes index and table updates
+	table    unsafe.Pointer // *slabTable: the adopted slabs by address, copy-on-write; see loadTable
+	badFrees atomic.Uint64  // DecRefs of buffers in no shard
 
 	statsMu sync.Mutex
 	scratch stats.Stats
@@ -150,6 +150,7 @@ type slabOwner struct {
 type slabTable struct {
 	shift uint    // a granule's number is p >> shift
 	mask  uintptr // the number of entries, a power of two, less one
+	heads []*slab // each entry's first slab, for hit: 8 bytes apart, an index register's scale
 	size  uintptr // the slab size
 	ents  []granule
 }
@@ -196,10 +197,12 @@ func newSlabTable(idx []slabOwner, slabSize int) *slabTable {
 			}
 		}
 	}
+	t.heads = make([]*slab, len(t.ents))
 	for i := range t.ents {
 		if t.ents[i].a == nil {
 			t.ents[i].a = &closedSlab
 		}
+		t.heads[i] = t.ents[i].a
 	}
 	return t
 }
@@ -233,21 +236,30 @@ func (t *slabTable) find(e *granule, p uintptr) *slab {
 	return nil
 }
 
+// loadTable returns the table of the adopted slabs. Shared.table is an
+// unsafe.Pointer rather than an atomic.Pointer so that AddRef and DecRef
+// can load it with the atomic.LoadPointer intrinsic on the line that uses
+// it: an inlined method call with no instruction of its own on its line
+// costs a no-op where it was inlined.
+func (sh *Shared) loadTable() *slabTable { return (*slabTable)(atomic.LoadPointer(&sh.table)) }
+
+// storeTable publishes t as the table of the adopted slabs.
+func (sh *Shared) storeTable(t *slabTable) { atomic.StorePointer(&sh.table, unsafe.Pointer(t)) }
+
 // slabAt returns the adopted slab that holds address p, or nil.
 func (sh *Shared) slabAt(p uintptr) *slab {
-	t := sh.table.Load()
+	t := sh.loadTable()
 	return t.find(t.entry(p>>(t.shift&63)), p)
 }
 
-// hit returns the first slab of the entry that p's granule tries first,
-// and p's offset in it: that slab holds p in its open span (see
-// slab.openSpan) if off < s.openSpan(), the usual case. Either way s is
-// not nil (an empty entry's is closedSlab). Whichever granule the entry
-// is of, a slab that holds p is p's slab, so the compare is the whole
-// test: hit is a load, a shift, a mask and a load, and inlines.
-func (t *slabTable) hit(p uintptr) (s *slab, off uintptr) {
-	s = t.at(p >> (t.shift & 63) & t.mask).a
-	return s, p - s.base
+// hit returns the first slab of the entry that p's granule tries first:
+// that slab holds p in the span the calls that look up p first may use
+// if p-s.base < s.hitSpan(), the usual case. Either way s is not nil (an
+// empty entry's is closedSlab). Whichever granule the entry is of, a slab
+// that holds p is p's slab, so the compare is the whole test: hit is a
+// shift, a mask and a load, and inlines.
+func (t *slabTable) hit(p uintptr) *slab {
+	return *(**slab)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(t.heads)), p>>(t.shift&63)&t.mask*unsafe.Sizeof((*slab)(nil))))
 }
 
 // openAt is hit for any address: the adopted slab that holds p in its
@@ -270,7 +282,24 @@ func (sh *Shared) openAt(p uintptr) (*slab, uintptr) {
 func (s *slab) inChunk(off uintptr, n int) (int32, bool) {
 	o := uint32(off) // below the open span: under 2^30
 	i := s.chunkIndex(o)
-	return int32(i), uint64(o-i*s.size)+uint64(n) <= uint64(s.size)
+	return int32(i), uint64(o-i*uint32(s.size))+uint64(n) <= uint64(s.size)
+}
+
+// hitChunk is inChunk below the hit span of s (see fastSpan), with the
+// chunk's bookkeeping: a multiply and a shift, where inChunk's reciprocal
+// takes the high word of a 128-bit product and the registers that go
+// with it. The chunk's end bounds the buffer's, whose capacity n is any
+// int: off+n cannot overflow.
+func (s *slab) hitChunk(off uintptr, n int) (ch *chunk, i uintptr, ok bool) {
+	i = uintptr(uint64(off) * s.magic >> 32)
+	ch = (*chunk)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s.chunks)), i*unsafe.Sizeof(chunk{})))
+	return ch, i, uint64(off)+uint64(n) <= uint64(i+1)*uint64(s.size)
+}
+
+// openChunk is hitChunk for an offset in the open span of s.
+func (s *slab) openChunk(off uintptr, n int) (*chunk, uintptr, bool) {
+	i, ok := s.inChunk(off, n)
+	return s.chunkAt(i), uintptr(i), ok
 }
 
 // frontChunk is a chunk's record in its class's idle set: the set's slot,
@@ -353,7 +382,7 @@ func NewShared(startChunkSize, slabSize int, growthFactor float64, malloc func(s
 	}
 	src := cfg.source(malloc)
 	sh := &Shared{shards: make([]arenaShard, n), mask: uintptr(n - 1), slabSize: slabSize}
-	sh.table.Store(newSlabTable(nil, slabSize))
+	sh.storeTable(newSlabTable(nil, slabSize))
 	// The shards share one budget and, in the checked build, one tracker.
 	if cfg.HasAlert() {
 		threshold, fn := cfg.Alert()
@@ -471,7 +500,7 @@ func (sh *Shared) adopt(s *slab, c int, k uint32) {
 	defer sh.indexMu.Unlock()
 	i := sort.Search(len(sh.index), func(i int) bool { return sh.index[i].base >= s.base })
 	sh.index[i].s = s
-	sh.table.Store(newSlabTable(sh.index, sh.slabSize))
+	sh.storeTable(newSlabTable(sh.index, sh.slabSize))
 }
 
 // unregister forgets the slab at base.
@@ -483,7 +512,7 @@ func (sh *Shared) unregister(base uintptr) {
 		return
 	}
 	sh.index = slices.Delete(sh.index, i, i+1)
-	sh.table.Store(newSlabTable(sh.index, sh.slabSize))
+	sh.storeTable(newSlabTable(sh.index, sh.slabSize))
 }
 
 // shardOf returns the shard whose slab holds buf's first byte, or nil.
@@ -801,20 +830,29 @@ func (sh *Shared) Owns(buf []byte) bool {
 func (sh *Shared) AddRef(buf []byte) {
 	if !checked.Enabled {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-		s, off := sh.table.Load().hit(p)
-		if off >= s.openSpan() {
-			if !sh.tryAddRefsAt(p, cap(buf), 1) {
-				sh.addRefLocked(buf)
+		s := (*slabTable)(atomic.LoadPointer(&sh.table)).hit(p)
+		if off := p - s.base; off < s.hitSpan() {
+			if ch, _, ok := s.hitChunk(off, cap(buf)); ok {
+				// The count was in [1, math.MaxInt32) if it is above 1 now.
+				if atomic.AddInt32(&ch.refs, 1) > 1 {
+					return
+				}
+				atomic.AddInt32(&ch.refs, -1) // a free chunk, or the count's limit: the locked path panics
 			}
-			return
 		}
-		if i, ok := s.inChunk(off, cap(buf)); ok {
-			ch := s.chunkAt(i)
-			if old := atomic.AddInt32(&ch.refs, 1) - 1; old > 0 && old < math.MaxInt32 {
-				return
-			}
-			atomic.AddInt32(&ch.refs, -1) // a free chunk, or the count's limit: the locked path panics
-		}
+	}
+	sh.addRefSlow(buf[:0]) // see addRefSlow
+}
+
+// addRefSlow is AddRef for the calls that hit does not serve: a slab that
+// the table's first entry for the address does not hold, or misuse, which
+// the locked path panics on. One call site keeps AddRef's registers free,
+// and so does buf's length, which no lookup reads (only its address and
+// capacity): AddRef passes it as 0, and the register that held it serves
+// the table's variable shift.
+func (sh *Shared) addRefSlow(buf []byte) {
+	if !checked.Enabled && sh.tryAddRefs(buf, 1) {
+		return
 	}
 	sh.addRefLocked(buf)
 }
@@ -825,21 +863,20 @@ func (sh *Shared) AddRef(buf []byte) {
 // touches it takes no lock: one atomic add.
 func (sh *Shared) AddRefN(buf []byte, n int) {
 	mustCount(n)
-	if !checked.Enabled && n < math.MaxInt32 && sh.tryAddRefsAt(uintptr(unsafe.Pointer(unsafe.SliceData(buf))), cap(buf), int32(n)) {
+	if !checked.Enabled && n < math.MaxInt32 && sh.tryAddRefs(buf, int32(n)) {
 		return
 	}
 	sh.addRefNLocked(buf, n)
 }
 
-// tryAddRefsAt adds d > 0 references to the chunk of the buffer at p of
-// capacity n without a lock, for AddRefN and for AddRef when hit misses,
-// and reports whether it did.
-func (sh *Shared) tryAddRefsAt(p uintptr, n int, d int32) bool {
-	s, off := sh.openAt(p)
+// tryAddRefs adds d > 0 references to the chunk of buf without a lock,
+// for AddRefN and for AddRef when hit misses, and reports whether it did.
+func (sh *Shared) tryAddRefs(buf []byte, d int32) bool {
+	s, off := sh.openAt(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
 	if s == nil {
 		return false
 	}
-	i, ok := s.inChunk(off, n)
+	i, ok := s.inChunk(off, cap(buf))
 	return ok && s.chunkAt(i).tryAddRefs(d)
 }
 
@@ -878,25 +915,27 @@ func (sh *Shared) addRefNLocked(buf []byte, n int) {
 func (sh *Shared) DecRef(buf []byte) bool {
 	if !checked.Enabled {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-		s, off := sh.table.Load().hit(p)
-		if off >= s.openSpan() {
-			if s, off = sh.openAt(p); s == nil {
-				return sh.decRefLocked(buf)
+		var ch *chunk
+		var i uintptr
+		var ok bool
+		s := (*slabTable)(atomic.LoadPointer(&sh.table)).hit(p)
+		if off := p - s.base; off < s.hitSpan() {
+			// The usual case jumps straight to the chunk: a flag merged
+			// with the other lookup's would cost a set, a jump and a test.
+			if ch, i, ok = s.hitChunk(off, cap(buf)); ok {
+				goto found
 			}
+		} else if s, off = sh.openAt(s.base + off); s != nil { // s.base+off is p, which need not stay in a register
+			ch, i, ok = s.openChunk(off, cap(buf))
 		}
-		if i, ok := s.inChunk(off, cap(buf)); ok {
-			ch := s.chunkAt(i)
-			switch refs := atomic.LoadInt32(&ch.refs); {
-			case refs == 1: // the only holder: no other may change the count
-				f := s.frontAt(int32(i))
-				if t := f.slot.Take(); t != nil {
-					ch.setRefs(0)
-					ch.gen++
-					f.countFree()
-					s.idle.Put(t)
-					return true
-				}
-			case refs > 1:
+		if !ok {
+			return sh.decRefLocked(buf[:0]) // see addRefSlow
+		}
+	found:
+		{
+			// A second holder's DecRef first: the test of the count is a
+			// compare and a jump there.
+			if refs := atomic.LoadInt32(&ch.refs); refs > 1 {
 				switch refs = atomic.AddInt32(&ch.refs, -1); {
 				case refs > 0:
 					return false
@@ -905,10 +944,19 @@ func (sh *Shared) DecRef(buf []byte) bool {
 					return true
 				}
 				atomic.AddInt32(&ch.refs, 1) // a DecRef too many: the locked path panics
+			} else if refs == 1 { // the only holder: no other may change the count
+				f := s.frontAt(int32(i))
+				if t := f.slot.Take(); t != nil {
+					ch.setRefs(0)
+					ch.gen++
+					f.countFree()
+					s.idle.Put(t)
+					return true
+				}
 			}
 		}
 	}
-	return sh.decRefLocked(buf)
+	return sh.decRefLocked(buf[:0])
 }
 
 // freeLast frees chunk i of s, whose count an atomic DecRef took to zero:

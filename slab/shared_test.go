@@ -752,6 +752,96 @@ func TestSlab_ChunkIndexIsExact(t *testing.T) {
 	}
 }
 
+// The first lookup of AddRef and DecRef divides by the chunk size with a
+// 64-bit multiply and a shift by 32: where a slab's hit span is not 0,
+// that quotient is exact at and around every chunk's bounds and at random
+// offsets below the span; the span is the slab's chunks' bytes for sizes
+// that are powers of two and for the small slabs of every size.
+func TestSlab_HitChunkIndexIsExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	sizes := []uint32{1, 8, 24, 40, 100, 4095, 4096, 4097, 5000, 65535, 1 << 20, 3 << 19, 1<<30 - 8, 1 << 30}
+	for range 200 {
+		sizes = append(sizes, 1+uint32(rng.IntN(1<<20)))
+	}
+	inexact := 0
+	for _, size := range sizes {
+		for _, slabSize := range []uint64{64 << 10, 1 << 20, 16 << 20, slab.MaxSlabSize} {
+			c := uint32(slabSize / uint64(size))
+			if c == 0 {
+				continue
+			}
+			span, _ := slab.HitChunkIndex(c, size, 0)
+			exact := size&(size-1) == 0 || slabSize <= 64<<10
+			if span == 0 {
+				if exact {
+					t.Fatalf("size %d, %d chunks: hit span 0", size, c)
+				}
+				inexact++
+				continue
+			}
+			if span != uintptr(c)*uintptr(size) {
+				t.Fatalf("size %d, %d chunks: hit span %d; want %d", size, c, span, uintptr(c)*uintptr(size))
+			}
+			check := func(off uintptr) {
+				if _, got := slab.HitChunkIndex(c, size, off); got != off/uintptr(size) {
+					t.Fatalf("size %d, %d chunks, offset %d: index %d; want %d", size, c, off, got, off/uintptr(size))
+				}
+			}
+			for _, k := range []uint32{0, 1, 2, c / 2, c - 2, c - 1} {
+				if k >= c {
+					continue
+				}
+				m := uintptr(k) * uintptr(size)
+				check(m)
+				check(m + uintptr(size) - 1)
+			}
+			for range 100 {
+				check(uintptr(rng.Uint64N(uint64(span))))
+			}
+		}
+	}
+	if inexact == 0 {
+		t.Fatal("no size had an inexact multiply: the test no longer covers hit span 0")
+	}
+}
+
+// A slab whose chunks the first lookup's multiply cannot divide exactly
+// (hit span 0: 4 MiB of 1136-byte chunks) is served by the second lookup:
+// counts, the last reference, and the misuse of a freed chunk and of a
+// buffer straddling two chunks, as on any other slab.
+func TestShared_InexactHitSpan(t *testing.T) {
+	const size = 1136
+	sh, err := slab.NewShared(size, 4<<20, 2, nil, slab.WithShards(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := sh.Alloc(size)
+	if cap(buf) != size {
+		t.Fatalf("cap %d; want %d", cap(buf), size)
+	}
+	if got := sh.HitSpanOf(buf); got != 0 && !checked.Enabled {
+		t.Fatalf("hit span %d; want 0", got)
+	}
+	sh.AddRef(buf)
+	sh.AddRefN(buf, 2)
+	for k := range 3 {
+		if sh.DecRef(buf) {
+			t.Fatalf("DecRef %d freed the chunk", k)
+		}
+	}
+	next := sh.Alloc(size)
+	if !checked.Enabled {
+		straddling := unsafe.Slice(&buf[size-8], 16) // the end of buf and the start of the next chunk
+		memtest.CheckPanic(t, "memkit/slab: buffer not allocated by this arena", func() { sh.AddRef(straddling) })
+	}
+	if !sh.DecRef(buf) {
+		t.Fatal("the last DecRef did not free the chunk")
+	}
+	wantMisuse(t, "memkit/slab: AddRef of a free chunk", "AddRef", checked.StaleHandle, func() { sh.AddRef(buf) })
+	wantMisuse(t, "memkit/slab: DecRef of a free chunk", "DecRef", checked.DoubleFree, func() { sh.DecRef(buf) })
+	sh.DecRef(next)
+}
+
 // Slabs that share the granules of the Shared's table (slabs of 64 KiB
 // placed 32 KiB off the granules' bounds, so that each granule holds the
 // end of one slab and the start of the next) are served the same whether

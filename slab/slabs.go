@@ -21,13 +21,14 @@ type slabRef struct {
 // Shared's lock-free calls read come first, on one cache line on 64-bit
 // platforms; none of them changes while the slab is held but open.
 type slab struct {
-	base  uintptr
-	open  uintptr // see openSpan
-	recip uint64  // ^uint64(0)/size + 1: off/size is the high word of off*recip
-	size  uint32  // chunk size
-	owner uint32  // for a Shared's slab, its shard
-
+	base   uintptr
+	fast   uintptr // see hitSpan
+	magic  uint64  // ceil(2^32/size): off/size is off*magic>>32 below fast
+	size   uintptr // chunk size, word-sized: a multiply's memory operand
+	owner  uint32  // for a Shared's slab, its shard
 	chunks []chunk
+	open   uintptr // see openSpan
+	recip  uint64  // ^uint64(0)/size + 1: off/size is the high word of off*recip
 
 	// For a slab of a Shared's shard in the release build: the idle set
 	// of the slab's class, which holds its chunks once they were first
@@ -64,7 +65,30 @@ func (s *slab) chained() bool { return s.openSpan() == 0 }
 // chunks is chained.
 func (s *slab) markChained() {
 	s.links = make([]link, len(s.chunks))
+	atomic.StoreUintptr(&s.fast, 0)
 	atomic.StoreUintptr(&s.open, 0)
+}
+
+// hitSpan is openSpan for the first lookup of a Shared's lock-free calls,
+// which divides by the chunk size with a 64-bit multiply and a constant
+// shift (see fastSpan): the open span where that quotient is exact, and
+// 0 otherwise.
+func (s *slab) hitSpan() uintptr { return atomic.LoadUintptr(&s.fast) }
+
+// fastSpan returns the hit span of a slab of c chunks of size bytes, and
+// the multiplier m = ceil(2^32/size) that divides by size below it. An
+// offset off = i*size + r, r < size, times m is i*(2^32+e) + r*m, where
+// e = m*size - 2^32 < size, and r*m <= 2^32+e-m: so off*m>>32 is i
+// whenever (i+1)*e < m, for every chunk when c*e < m. Above that (large
+// slabs of chunks far from a power of two) the hit span is 0 and the
+// lock-free calls take the exact reciprocal of chunkIndex instead. An
+// offset is under 2^30 and m at most 2^32, so off*m does not overflow.
+func fastSpan(c, size uint32) (span uintptr, m uint64) {
+	m = (1<<32 + uint64(size) - 1) / uint64(size)
+	if uint64(c)*(m*uint64(size)-1<<32) >= m {
+		return 0, m
+	}
+	return uintptr(c) * uintptr(size), m
 }
 
 // chunk is the bookkeeping of one chunk.
@@ -161,13 +185,14 @@ func (a *Arena) grow(c int) (*slab, error) {
 		base:     base,
 		num:      num,
 		cl:       cl,
-		size:     cl.size,
+		size:     uintptr(cl.size),
 		freeHead: -1,
 		gen0:     a.numGen[num],
 		recip:    ^uint64(0)/uint64(cl.size) + 1,
 		open:     uintptr(cl.perSlab) * uintptr(cl.size),
 		chunks:   newChunks(int(cl.perSlab), mem),
 	}
+	s.fast, s.magic = fastSpan(uint32(cl.perSlab), cl.size)
 	a.slabs[num] = s
 	a.index = append(a.index, slabRef{})
 	copy(a.index[at+1:], a.index[at:])
@@ -345,7 +370,7 @@ func (a *Arena) chunkOf(buf []byte) (*slab, int32) {
 // chunk i, the chunk whose index chunkIndex(off) gave: the bounds test of
 // every lookup of a buffer, small enough to inline.
 func (s *slab) outside(i, off uint32, n int) bool {
-	return i >= uint32(len(s.chunks)) || uint64(off-i*s.size)+uint64(n) > uint64(s.size)
+	return i >= uint32(len(s.chunks)) || uint64(off-i*uint32(s.size))+uint64(n) > uint64(s.size)
 }
 
 // mustChunkOf is chunkOf for methods that panic on a foreign buffer.

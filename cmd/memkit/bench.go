@@ -29,6 +29,9 @@ Workload/param/impl=name, e.g. GetPut/size=4KiB/impl=syncpool. With
 --html FILE it also writes FILE, a self-contained HTML report: charts of
 ns/op and allocs/op per workload as ratios to memkit, the machine and the
 command line. A progress bar is drawn on stderr when it is a terminal.
+On Linux, a run whose threads waited on a run queue for more than a fifth
+of its time (another process held a CPU) is named on stderr: its figure
+measures the machine's load.
 
 flags:
 `
@@ -149,6 +152,7 @@ func runBench(stdout, stderr io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
+	writeBusyNotes(stderr, results)
 	switch cfg.format {
 	case "bench":
 		err = writeBench(stdout, e, results)
@@ -167,6 +171,39 @@ func runBench(stdout, stderr io.Writer, args []string) error {
 type result struct {
 	bench *bench
 	runs  []testing.BenchmarkResult
+	// waits[i] is how long run i's threads waited on a run queue, and
+	// over how long, where the system says (see runQueueWait).
+	waits []runWait
+}
+
+// queueWait is runQueueWait, a variable so that a test of what memkit
+// bench writes on stderr can stub the machine's load out.
+var queueWait = runQueueWait
+
+// runWait is how long a run's threads waited on a run queue (summed over
+// them), and the run's wall time, calibration included.
+type runWait struct{ waited, wall time.Duration }
+
+// busyShare is the part of a run's wall time its threads may wait on a run
+// queue before memkit bench says that the run measured the machine's load:
+// a run with the CPUs to itself waits a few percent at most (under 5% for
+// ExtentMallocFreeParallel on 2 CPUs), and one that shares a CPU with
+// another process waits about as long as it runs.
+const busyShare = 0.2
+
+// writeBusyNotes tells w of each run whose threads waited on a run queue
+// for more than busyShare of its time: another process held a CPU, so its
+// figure, which may be twice an idle machine's, is the machine's load.
+func writeBusyNotes(w io.Writer, results []result) {
+	for _, r := range results {
+		for i, rw := range r.waits {
+			if float64(rw.waited) > busyShare*float64(rw.wall) {
+				fmt.Fprintf(w, "memkit bench: %s run %d of %d waited %v on a run queue in %v (%.0f%%): another process held a CPU, so its figure measures the machine's load; run it again on an idle machine\n",
+					r.bench.name(), i+1, len(r.waits), rw.waited.Round(time.Millisecond), rw.wall.Round(time.Millisecond),
+					100*float64(rw.waited)/float64(rw.wall))
+			}
+		}
+	}
 }
 
 // measure runs each selected bench cfg.count times, in rounds over the whole
@@ -190,12 +227,18 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 			if err := bt.Value.Set(t); err != nil {
 				return nil, err
 			}
+			w0, ok := queueWait()
+			start := time.Now()
 			r := testing.Benchmark(bn.run)
 			if r.N == 0 {
 				return nil, fmt.Errorf("bench %s failed", bn.name())
 			}
 			results[i].bench = bn
 			results[i].runs = append(results[i].runs, r)
+			if w1, ok1 := queueWait(); ok && ok1 {
+				// max: a thread that exited took its wait with it.
+				results[i].waits = append(results[i].waits, runWait{max(w1-w0, 0), time.Since(start)})
+			}
 			progress(bn.name(), true)
 		}
 	}
