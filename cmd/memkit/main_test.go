@@ -176,9 +176,9 @@ func TestRun_Progress(t *testing.T) {
 		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
 			defer func(f func(io.Writer) bool) { isTerminal = f }(isTerminal)
 			isTerminal = func(io.Writer) bool { return tty }
-			// An idle machine: no note of a run that waited on a run queue.
-			defer func(f func() (time.Duration, bool)) { queueWait = f }(queueWait)
-			queueWait = func() (time.Duration, bool) { return 0, false }
+			// An idle machine: no note of a run that shared the CPUs.
+			defer func(f func() (time.Duration, bool)) { othersNow = f }(othersNow)
+			othersNow = func() (time.Duration, bool) { return 0, false }
 			var out, errb bytes.Buffer
 			if err := run(&out, &errb, quick[:len(quick)-1]); err != nil {
 				t.Fatal(err)
