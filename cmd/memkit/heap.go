@@ -447,8 +447,9 @@ and includes the wait for the sender's next tick (up to --tick, %v; the
 senders are staggered) and the Go timer's lateness (up to ~1ms), in every
 store's latencies alike. A sender sleeps only when nothing is due and then
 until its next tick, not until the next operation: each wake-up costs the
-process several µs of scheduler and futex work, more than a Get; with a
-sleep per operation that scheduling was ~40%% of the CPU measured. Sender
+process 2.5-5µs of scheduler and futex work, more than a Get (under
+perf, the park and wake path was 40%% of a store's process with a sleep per
+operation, 24%% with a 1ms tick). Sender
 wake-ups and context switches are the measured run's, per second.
 `, cfg.tick)
 	printHeapTargets(w, results)

@@ -26,7 +26,7 @@ type clock interface {
 // else to run they wake up to a millisecond late (the runtime waits in
 // epoll with millisecond resolution): that lateness is in every latency
 // measured, the same for every variant, and sets a floor near 1ms under
-// the percentiles. Each wake-up costs the process several µs (the timer,
+// the percentiles. Each wake-up costs the process 2.5-5µs (the timer,
 // readying the goroutine, an idle thread woken by futex to look for work
 // and put back to sleep): a load generator whose own process's CPU is
 // measured sleeps on a tick (schedule.withTick), not once per operation.
@@ -49,9 +49,8 @@ func (realClock) Sleep(d time.Duration) { time.Sleep(d) }
 // every operation due by then when it wakes: one wake-up per tick instead
 // of one per operation, each operation's latency still from its own due
 // time (it includes the wait for the tick). A wake-up costs the process
-// several µs of scheduler and futex work, more than a map's Get, so a
-// sender of 12,500 operations/s on per-operation sleeps measures its own
-// scheduling more than the store.
+// 2.5-5µs of scheduler and futex work here, more than a map's Get: with a
+// sleep per operation, the senders' scheduling weighs in the CPU measured.
 type schedule struct {
 	clk      clock
 	next     time.Time
