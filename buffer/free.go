@@ -17,6 +17,19 @@ func (b *Buffer) Free() {
 	if checked.Enabled && b.tracked() {
 		b.checkFree("Free")
 	}
+	// The hot path, release's first case, written out here so that Free
+	// makes one call fewer: a header from Get keeps its storage while
+	// idle. The Free that samples the length for calibration goes the
+	// long way. (A header from Get has no FixedPool; Keep refuses storage
+	// over keepMax: see Pool.keeper.)
+	if !checked.Enabled && b.hdr && b.owned && b.state == stLive && b.uses%sampleEvery != 0 {
+		if p := b.pool; p.keeper.Keep(b.buf) {
+			p.keeper.Kept(b.buf, b.sampled)
+			b.uses++
+			b.idle(p)
+			return
+		}
+	}
 	if b.fp != nil {
 		if !checked.Enabled && b.fp.closeFast(b) {
 			return
@@ -37,19 +50,6 @@ func (b *Buffer) Free() {
 	}
 	if checked.Enabled && b.tracked() {
 		b.untrack("Free")
-	}
-	// The hot path, release's first case, written out here so that Free
-	// makes one call fewer: a header from Get keeps its storage while
-	// idle. The Free that samples the length for calibration goes the
-	// long way.
-	// (Keep refuses storage over keepMax: see Pool.keeper.)
-	if !checked.Enabled && b.hdr && b.owned && b.uses%sampleEvery != 0 {
-		if p := b.pool; p.keeper.Keep(b.buf) {
-			p.keeper.Kept(b.buf, b.sampled)
-			b.uses++
-			b.idle(p)
-			return
-		}
 	}
 	b.release()
 }
