@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,94 @@ func TestSchedule_OpenLoop(t *testing.T) {
 	}
 	if w := rateShortfall("x", 99, 100, 0); w != "" {
 		t.Errorf("a run at 99%% of its rate warned %q", w)
+	}
+}
+
+// TestSchedule_Tick checks a schedule that wakes on a tick: every
+// operation keeps its own due time, is sent at the first of the sender's
+// ticks at or after it (after the operations before it in that tick's
+// batch), one sleep per tick; an operation due before end is sent even when
+// its tick is after end; a stall is caught up without sleeping, and a
+// sender still behind at give-up time counts what it did not send.
+func TestSchedule_Tick(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const (
+		iv   = 80 * time.Microsecond
+		tick = time.Millisecond
+		work = 500 * time.Nanosecond // a batch of 13 ends before the next op is due
+	)
+	clk := &fakeClock{now: t0}
+	tickAt := t0.Add(tick/4 + 2*tick) // a later tick: the grid runs both ways
+	s := newSchedule(clk, t0.Add(20*time.Microsecond), iv, t0.Add(5*tick), tick).withTick(tick, tickAt)
+	var batches []int
+	lastSent := time.Time{}
+	for k := 0; ; k++ {
+		due, ok := s.wait()
+		if !ok {
+			break
+		}
+		if want := t0.Add(20*time.Microsecond + time.Duration(k)*iv); !due.Equal(want) {
+			t.Fatalf("op %d due at %v; want %v", k, due.Sub(t0), want.Sub(t0))
+		}
+		// Ticks at 0.25, 1.25, ... ms: op k is sent at the first at or
+		// after its due time, or when the op before it is done.
+		sentAt := t0.Add(tick/4 + (due.Sub(t0)-tick/4+tick-1)/tick*tick)
+		if d := lastSent.Add(work); d.After(sentAt) {
+			sentAt = d
+		}
+		if !clk.now.Equal(sentAt) {
+			t.Fatalf("op %d (due %v) sent at %v; want %v", k, due.Sub(t0), clk.now.Sub(t0), sentAt.Sub(t0))
+		}
+		if k == 0 || clk.now.Sub(lastSent) > work {
+			batches = append(batches, 0)
+		}
+		batches[len(batches)-1]++
+		lastSent = clk.now
+		clk.now = clk.now.Add(work)
+	}
+	// Ops due at 20+80k µs, k = 0..62, by tick: ≤250µs, ≤1250, ≤2250,
+	// ≤3250, ≤4250, and the last 10 (4260..4980µs, before end) at 5250.
+	if want := []int{3, 13, 12, 13, 12, 10}; !slices.Equal(batches, want) || s.sleeps != uint64(len(want)) || s.missed != 0 {
+		t.Fatalf("ops per tick %v, %d sleeps, %d missed; want %v, %d and 0", batches, s.sleeps, s.missed, want, len(want))
+	}
+
+	// A stall past give-up time (end + grace = 6ms): the ops due meanwhile
+	// are not slept for, and what is left at give-up time is counted.
+	clk.now = t0
+	s = newSchedule(clk, t0, iv, t0.Add(5*tick), tick).withTick(tick, t0)
+	sent := 0
+	for {
+		if _, ok := s.wait(); !ok {
+			break
+		}
+		sent++
+		if sent == 5 {
+			clk.now = clk.now.Add(4 * tick) // ops 5..54 become due
+		}
+		clk.now = clk.now.Add(50 * time.Microsecond)
+	}
+	// Op 0 is sent at once, ops 1..4 at the 1ms tick (the one sleep), op
+	// 4 stalls 4ms; from 5.2ms, with ops 5..62 all due, one is sent every
+	// 50µs without sleeping until give-up at 6ms: ops 5..20.
+	if sent != 21 || s.missed != 63-21 || s.sleeps != 1 {
+		t.Fatalf("sent %d, missed %d, %d sleeps; want 21, %d and 1", sent, s.missed, s.sleeps, 63-21)
+	}
+}
+
+// TestSchedule_NextTick checks the grid both sides of tickAt: a time on a
+// tick is its own tick; other times round up, before tickAt as after.
+func TestSchedule_NextTick(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := (&schedule{}).withTick(time.Millisecond, t0)
+	for _, c := range []struct{ at, want time.Duration }{
+		{0, 0}, {1, time.Millisecond}, {time.Millisecond, time.Millisecond},
+		{time.Millisecond + 1, 2 * time.Millisecond},
+		{-1, 0}, {-time.Millisecond, -time.Millisecond}, {-time.Millisecond - 1, -time.Millisecond},
+		{-2500 * time.Microsecond, -2 * time.Millisecond},
+	} {
+		if got := s.nextTick(t0.Add(c.at)).Sub(t0); got != c.want {
+			t.Errorf("nextTick(%v) = %v; want %v", c.at, got, c.want)
+		}
 	}
 }
 

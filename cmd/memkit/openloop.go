@@ -26,9 +26,12 @@ type clock interface {
 // else to run they wake up to a millisecond late (the runtime waits in
 // epoll with millisecond resolution): that lateness is in every latency
 // measured, the same for every variant, and sets a floor near 1ms under
-// the percentiles. nanosleepClock is precise but costs the process about
-// 7µs of CPU per sleep here, more than a map's Get: realClock is for load
-// generators whose own process's CPU is measured.
+// the percentiles. Each wake-up costs the process 2.5-5µs (the timer,
+// readying the goroutine, an idle thread woken by futex to look for work
+// and put back to sleep): a load generator whose own process's CPU is
+// measured sleeps on a tick (schedule.withTick), not once per operation.
+// nanosleepClock is precise but costs the process about 7µs of CPU per
+// sleep here, more than a map's Get.
 type realClock struct{}
 
 func (realClock) Now() time.Time        { return time.Now() }
@@ -40,6 +43,14 @@ func (realClock) Sleep(d time.Duration) { time.Sleep(d) }
 // counts in the operation's latency, which is measured from the due time:
 // a slow service cannot slow the schedule down and hide its stalls
 // (coordinated omission).
+//
+// With a tick, a sender with nothing due sleeps until the next of its
+// ticks (tickAt + m×tick) instead of until the next due time, and sends
+// every operation due by then when it wakes: one wake-up per tick instead
+// of one per operation, each operation's latency still from its own due
+// time (it includes the wait for the tick). A wake-up costs the process
+// 2.5-5µs of scheduler and futex work here, more than a map's Get: with a
+// sleep per operation, the senders' scheduling weighs in the CPU measured.
 type schedule struct {
 	clk      clock
 	next     time.Time
@@ -49,18 +60,33 @@ type schedule struct {
 	// by end and not sent by then is counted in missed.
 	giveUp time.Time
 	missed uint64
+	// tick, when positive, is the sender's wake-up period, its ticks at
+	// tickAt + m×tick for every integer m.
+	tick   time.Duration
+	tickAt time.Time
+	// sleeps counts the sender's sleeps: its wake-ups.
+	sleeps uint64
 }
 
 // newSchedule is a timetable of ops spaced interval apart from first to end;
-// a sender still behind at end + grace gives up.
+// a sender still behind at end + grace gives up. It sleeps until each
+// operation's due time; withTick makes it wake on a tick instead.
 func newSchedule(clk clock, first time.Time, interval time.Duration, end time.Time, grace time.Duration) *schedule {
 	return &schedule{clk: clk, next: first, interval: interval, end: end, giveUp: end.Add(grace)}
 }
 
-// wait blocks until the next operation is due and returns its due time. It
-// returns ok == false when the timetable is over: the next due time is at
-// or after end, or the sender is still behind at giveUp (the operations it
-// did not send are then added to missed).
+// withTick makes s sleep until its next tick, at tickAt + m×tick, when
+// nothing is due, and returns s; tick 0 keeps a sleep per operation.
+func (s *schedule) withTick(tick time.Duration, tickAt time.Time) *schedule {
+	s.tick, s.tickAt = tick, tickAt
+	return s
+}
+
+// wait blocks until the next operation is due (with a tick: until the
+// first tick at or after it) and returns its due time. It returns ok ==
+// false when the timetable is over: the next due time is at or after end,
+// or the sender is still behind at giveUp (the operations it did not send
+// are then added to missed).
 func (s *schedule) wait() (due time.Time, ok bool) {
 	if !s.next.Before(s.end) {
 		return time.Time{}, false
@@ -72,11 +98,25 @@ func (s *schedule) wait() (due time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	if wait := s.next.Sub(now); wait > 0 {
+		if s.tick > 0 {
+			wait = s.nextTick(s.next).Sub(now)
+		}
+		s.sleeps++
 		s.clk.Sleep(wait)
 	}
 	due = s.next
 	s.next = s.next.Add(s.interval)
 	return due, true
+}
+
+// nextTick returns the first of s's ticks at or after t.
+func (s *schedule) nextTick(t time.Time) time.Time {
+	d := t.Sub(s.tickAt)
+	m := d / s.tick
+	if d%s.tick > 0 {
+		m++ // Go's division truncates towards zero: round up only above
+	}
+	return s.tickAt.Add(m * s.tick)
 }
 
 // rateShortfall returns a warning when achieved is under 95% of the target
