@@ -77,7 +77,7 @@ func parseHeapFlags(stdout io.Writer, args []string) (*heapConfig, error) {
 	fs := flag.NewFlagSet("memkit heap", flag.ContinueOnError)
 	c := new(heapConfig)
 	c.flags(fs)
-	stores := fs.String("stores", strings.Join(heapStores, ","), "comma-separated `stores` to run: idmap, stdmap, fastcache, bigcache, memkit")
+	stores := fs.String("stores", strings.Join(heapStores, ","), "comma-separated `stores` to run: idmap, stdmap, fastcache, bigcache, memkit, and harness (no store: the senders' own CPU and latency)")
 	settings := fs.String("settings", "gogc,memlimit", "comma-separated runtime `settings`: gogc (GOGC=100) and memlimit (also GOMEMLIMIT = 1.6× the data)")
 	fs.BoolVar(&c.json, "json", false, "print the results as JSON")
 	if err := parseFlags(fs, stdout, heapUsage, args); err != nil {
@@ -89,7 +89,7 @@ func parseHeapFlags(stdout io.Writer, args []string) (*heapConfig, error) {
 	}
 	for _, s := range c.stores {
 		if _, ok := kvImplDocs[s]; !ok || s == "ristretto" {
-			return nil, usagef("heap: --stores: unknown store %q (want idmap, stdmap, fastcache, bigcache, memkit)", s)
+			return nil, usagef("heap: --stores: unknown store %q (want idmap, stdmap, fastcache, bigcache, memkit, harness)", s)
 		}
 	}
 	for _, s := range c.settings {
@@ -239,6 +239,9 @@ func runHeapChild(stdout io.Writer, args []string) error {
 	runtime.GC()
 
 	gens := make([]uint32, c.entries)
+	if h, ok := s.(*harnessStore); ok {
+		h.gens = gens
+	}
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	cpu0, _ := proc.CPU()
@@ -510,4 +513,11 @@ func printHeapTargets(w io.Writer, results []heapResult) {
 		}
 	}
 	fmt.Fprintf(w, "  %-52s %6d  %s\n", "lost keys = 0", lost, verdict(lost == 0))
+	// The floor under every column: what the senders cost with no store.
+	for _, setting := range []string{"gogc", "memlimit"} {
+		if h := get("harness", setting); h != nil {
+			fmt.Fprintf(w, "  %-52s CPU/op %s, p99.9 %s\n", "the harness alone (no store), "+setting,
+				formatMicros(h.CPUPerOp), formatMicros(h.P999))
+		}
+	}
 }

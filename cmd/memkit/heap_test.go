@@ -255,12 +255,37 @@ func TestHeap_Small(t *testing.T) {
 	}
 }
 
+// TestHeap_HarnessStore runs the floor column: one child with no store
+// behind the senders (one sender, so that its reads of the generations are
+// its own writes), whose every read must still check and every key verify.
+func TestHeap_HarnessStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	var out, errOut bytes.Buffer
+	args := []string{"heap", "--stores", "harness", "--settings", "gogc", "--entries", "5000", "--duration", "300ms", "--rate", "2000", "--workers", "1", "--json"}
+	if err := run(&out, &errOut, args); err != nil {
+		t.Fatalf("heap: %v\n%s", err, errOut.String())
+	}
+	var rs []heapResult
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(rs) != 1 || rs[0].Store != "harness" {
+		t.Fatalf("results %+v; want one harness column", rs)
+	}
+	if r := rs[0]; r.Lost != 0 || r.Corrupt != 0 || r.Misses != 0 || r.Ops+r.Unsent != 600 || r.CPUPerOp <= 0 {
+		t.Errorf("harness: %d lost, %d corrupt, %d misses, %d ops + %d unsent (want 600), CPU/op %v", r.Lost, r.Corrupt, r.Misses, r.Ops, r.Unsent, r.CPUPerOp)
+	}
+}
+
 // TestPrintHeapTargets checks the targets of a run of one setting: a
 // GOMEMLIMIT-only run still prints its CPU ratio to the map and its RSS.
 func TestPrintHeapTargets(t *testing.T) {
 	rs := []heapResult{
 		{Store: "idmap", Setting: "memlimit", CPUPerOp: 8, DataBytes: 1 << 30, RSS: 3 << 29},
 		{Store: "memkit", Setting: "memlimit", CPUPerOp: 3, DataBytes: 1 << 30, RSS: 1 << 30, ForcedGCEmpty: 2, ForcedGCFull: 5},
+		{Store: "harness", Setting: "memlimit", CPUPerOp: 1.9, P999: 3100},
 	}
 	var b bytes.Buffer
 	printHeapTargets(&b, rs)
@@ -269,6 +294,7 @@ func TestPrintHeapTargets(t *testing.T) {
 		"RSS ≤ 1.10× data + 64 MiB, memlimit (RSS / bound) 0.86 met",
 		"forced GC full − empty within 2 ms, memlimit +3.0ms NOT met",
 		"lost keys = 0 0 met",
+		"the harness alone (no store), memlimit CPU/op 1.9µs, p99.9 3.1ms",
 	} {
 		if !strings.Contains(squeeze(b.String()), want) {
 			t.Errorf("output lacks %q:\n%s", want, b.String())

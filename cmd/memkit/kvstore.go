@@ -53,6 +53,7 @@ var kvImplDocs = map[string]string{
 	"fastcache": "VictoriaMetrics/fastcache, maxBytes = the data's key+value bytes × --fastcache-size (it is a cache: it may drop entries)",
 	"bigcache":  "allegro/bigcache/v3, 1024 shards, no life window, no size limit, sized for the entry count",
 	"ristretto": "dgraph-io/ristretto/v2, MaxCost 2× the data; its Set is asynchronous and may drop entries",
+	"harness":   "no store: Set keeps nothing and Get builds the expected value; the senders, their garbage and the runtime alone (memkit heap only)",
 }
 
 func newKVStore(name string, sz kvSizing) (kvStore, error) {
@@ -75,6 +76,8 @@ func newKVStore(name string, sz kvSizing) (kvStore, error) {
 		return fastcacheStore{fastcache.New(int(float64(sz.bytes) * f))}, nil
 	case "bigcache":
 		return newBigcache(sz)
+	case "harness":
+		return new(harnessStore), nil
 	case "ristretto":
 		c, err := ristretto.NewCache(&ristretto.Config[[]byte, []byte]{
 			NumCounters: int64(max(sz.entries, 1000)) * 10,
@@ -88,6 +91,28 @@ func newKVStore(name string, sz kvSizing) (kvStore, error) {
 	}
 	return nil, fmt.Errorf("unknown store %q", name)
 }
+
+// harnessStore is memkit heap's floor: a process that runs the same
+// senders, garbage and checks with no map behind them. Set keeps nothing;
+// Get appends the value the key's generation in gens (which the heap child
+// sets after its fill) has, as a map that cost nothing would return it. Its
+// latencies are the harness's own: the timers' lateness and the scheduler
+// on a machine with as many senders as CPUs. gens is written by the key's
+// owning sender and read here by the others, without synchronisation: the
+// floor needs no more than a recent generation, and the heap child runs it
+// only when asked (--stores harness).
+type harnessStore struct{ gens []uint32 }
+
+func (h *harnessStore) Get(dst, key []byte) ([]byte, bool) {
+	id := binary.LittleEndian.Uint64(key)
+	if id >= uint64(len(h.gens)) {
+		return dst, false
+	}
+	return appendKVValue(dst, id, h.gens[id]), true
+}
+
+func (*harnessStore) Set(key, value []byte) error { return nil }
+func (*harnessStore) Close() error                { return nil }
 
 // kvShards is the shard count of the standard-library maps: enough that two
 // cores rarely meet on one lock.
