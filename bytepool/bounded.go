@@ -55,8 +55,8 @@ func newBounded(p *Pool, cfg *config) (*boundedEngine, error) {
 	return b, nil
 }
 
-// get is Get of n <= tabMax, of class c, from a pool that neither zeroes
-// nor checks: a ticket from the class's sync.Pool, which Get stores in its
+// get is Get of n up to the largest class, of class c, from a pool that
+// neither zeroes nor checks: a ticket from the class's sync.Pool, which Get stores in its
 // buffer's slot.
 func (b *boundedEngine) get(c uint8, n int) []byte {
 	ci := b.classOf(c)
@@ -88,6 +88,36 @@ func (b *boundedEngine) put(c uint8, buf []byte) {
 		return
 	}
 	t := slotOf(sl.slots.Load(), ci.slotIndex(in)).Take()
+	if t == nil {
+		panic(errDoubleFree)
+	}
+	ci.idle.Put(t)
+}
+
+// putRun is put of a capacity past the lookup table, up to the largest
+// class, whose runs span slabs: the class is the slab's, so no class
+// arithmetic; the offset is tested in its run, and the slot is the run's.
+func (b *boundedEngine) putRun(buf []byte) {
+	size := cap(buf)
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(buf[:size]))) - b.base
+	if off >= uintptr(len(b.mem)) {
+		b.p.putSlow(buf)
+		return
+	}
+	sl := b.slabAt(off)
+	c := sl.class.Load()
+	if c < 0 {
+		b.p.putSlow(buf)
+		return
+	}
+	ci := b.classOf(uint8(c))
+	run := uintptr(sl.runStart.Load()) << slabShift
+	in := off - run
+	if ci.size != size || uint64(in)*ci.divisor > ci.divisor-1 {
+		b.p.putSlow(buf)
+		return
+	}
+	t := slotOf(b.slabAt(run).slots.Load(), ci.slotIndex(in)).Take()
 	if t == nil {
 		panic(errDoubleFree)
 	}

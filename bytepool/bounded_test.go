@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -286,5 +287,73 @@ func TestBounded_UnreachablePoolIsCollected(t *testing.T) {
 			t.Fatal("an unreachable Bounded pool was not collected after 1000 GCs: something keeps its region alive")
 		}
 		runtime.Gosched() // let the cleanup goroutine run
+	}
+}
+
+// TestBounded_RunClasses checks Put of the classes past the lookup table,
+// whose runs span several slabs (the class is read from the slab, the
+// offset tested in its run): every buffer of several runs comes back and is
+// handed out again, none twice; a second Put panics; a slice whose start
+// moved, and heap memory of a class's size, are never filed; and a Get and
+// Put of 1 MiB allocate nothing.
+func TestBounded_RunClasses(t *testing.T) {
+	const size = 1 << 20
+	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(32<<20))
+	for round := range 3 {
+		var out [][]byte
+		seen := map[*byte]bool{}
+		for i := range 12 {
+			b := p.Get(size)
+			if len(b) != size || cap(b) != p.ClassSize(size) {
+				t.Fatalf("round %d: Get(%d) = len %d cap %d", round, size, len(b), cap(b))
+			}
+			if seen[&b[0]] {
+				t.Fatalf("round %d: buffer %d handed out twice", round, i)
+			}
+			seen[&b[0]] = true
+			b[0], b[size-1] = byte(i), byte(i)
+			out = append(out, b)
+		}
+		for i, b := range out {
+			if b[0] != byte(i) || b[size-1] != byte(i) {
+				t.Fatalf("round %d: buffer %d holds %d, %d", round, i, b[0], b[size-1])
+			}
+		}
+		for _, b := range out {
+			p.Put(b)
+		}
+	}
+	var st memkit.Stats
+	p.ReadStats(&st)
+	if st.LiveObjects != 0 || st.Allocs != 36 || st.Frees != 36 || st.BadFrees != 0 {
+		t.Fatalf("stats after 3 rounds of 12: %v", &st)
+	}
+
+	b := p.Get(size)
+	p.Put(b)
+	if checked.Enabled { // the checked build's report adds the address and the stacks
+		if msg := memtest.PanicOf(func() { p.Put(b) }); !strings.HasPrefix(msg, "memkit/bytepool: Put: double free at ") {
+			t.Fatalf("second Put: panic %q; want a double free report", msg)
+		}
+	} else {
+		memtest.CheckPanic(t, "memkit/bytepool: double free", func() { p.Put(b) })
+	}
+
+	if checked.Enabled {
+		return // the checked build panics at a bad free, which its own tests check
+	}
+	b = p.Get(size)
+	p.Put(b[64:])                          // the start moved: a bad free, not filed
+	p.Put(make([]byte, p.ClassSize(size))) // heap memory of the class's size: dropped
+	p.ReadStats(&st)
+	if st.BadFrees != 1 || st.LiveObjects != 1 {
+		t.Fatalf("after a moved start and a heap buffer: %v", &st)
+	}
+	p.Put(b)
+	if race.Enabled {
+		return // -race drops sync.Pool Puts, so tickets are made again
+	}
+	if n := testing.AllocsPerRun(100, func() { p.Put(p.Get(size)) }); n != 0 {
+		t.Fatalf("Get+Put of 1 MiB: %v allocations", n)
 	}
 }

@@ -63,8 +63,11 @@ type Pool struct {
 	zeroed bool
 	plain  bool // Elastic, not zeroing, not checked: Get has nothing to do but slice
 	// quickBounded: Bounded, not zeroing, not checked: Get and Put of sizes
-	// in the lookup table call the engine's get and put.
+	// in the lookup table call the engine's get and put, and so do those
+	// of larger sizes below quickEnd: the largest class + 1 for such a pool
+	// with a table (so at most 256 classes), 0 otherwise.
 	quickBounded bool
+	quickEnd     uint
 	secret       uint64
 	policy       Policy
 
@@ -121,6 +124,9 @@ func New(opts ...Option) (*Pool, error) {
 			return nil, err
 		}
 		p.quickBounded = !cfg.zeroed && !checked.Enabled
+		if p.quickBounded && p.tabEnd > 0 {
+			p.quickEnd = uint(p.maxSize) + 1
+		}
 	} else {
 		p.elastic = newElastic(p, &cfg)
 	}
@@ -210,6 +216,9 @@ func (p *Pool) Get(n int) []byte {
 	if uint(n) >= p.fastEnd {
 		if p.quickBounded && uint(n) < p.tabEnd { // a Bounded pool's usual Get, one call deep
 			return p.bounded.get(p.lookup(n), n)
+		}
+		if uint(n) < p.quickEnd { // and past the table
+			return p.bounded.get(uint8(p.class(n)), n)
 		}
 		return p.getSlow(n)
 	}
@@ -417,6 +426,10 @@ func (p *Pool) Put(b []byte) {
 	if uint(size) >= p.fastEnd {
 		if p.quickBounded && uint(size) < p.tabEnd { // a Bounded pool's usual Put, one call deep
 			p.bounded.put(p.lookup(size), b)
+			return
+		}
+		if uint(size) < p.quickEnd { // and past the table
+			p.bounded.putRun(b)
 			return
 		}
 		p.putSlow(b)
