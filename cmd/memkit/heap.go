@@ -245,7 +245,7 @@ func runHeapChild(stdout io.Writer, args []string) error {
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	cpu0, _ := proc.CPU()
-	cs0, _ := contextSwitches()
+	cs0, _ := proc.ContextSwitches()
 	start := time.Now()
 	per := make([]heapWorker, c.workers)
 	interval := time.Duration(float64(time.Second) * float64(c.workers) / float64(c.rate))
@@ -263,7 +263,7 @@ func runHeapChild(stdout io.Writer, args []string) error {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1, _ := proc.CPU()
-	cs1, _ := contextSwitches()
+	cs1, _ := proc.ContextSwitches()
 	runtime.ReadMemStats(&ms1)
 	res.RSS, res.PeakRSS, _ = readRSS()
 

@@ -20,14 +20,3 @@ func (nanosleepClock) Sleep(d time.Duration) {
 	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
 	}
 }
-
-// contextSwitches returns the voluntary and involuntary context switches of
-// the process's threads so far (getrusage); ok is false where the system
-// does not say.
-func contextSwitches() (n uint64, ok bool) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0, false
-	}
-	return uint64(ru.Nvcsw + ru.Nivcsw), true
-}
