@@ -56,8 +56,8 @@ func newBounded(p *Pool, cfg *config) (*boundedEngine, error) {
 }
 
 // get is Get of n up to the largest class, of class c, from a pool that
-// neither zeroes nor checks: a ticket from the class's sync.Pool, which Get stores in its
-// buffer's slot.
+// neither zeroes nor checks: a ticket from the class's sync.Pool, which
+// Get stores in its buffer's slot.
 func (b *boundedEngine) get(c uint8, n int) []byte {
 	ci := b.classOf(c)
 	t := ci.idle.Get()
@@ -97,6 +97,11 @@ func (b *boundedEngine) put(c uint8, buf []byte) {
 // putRun is put of a capacity past the lookup table, up to the largest
 // class, whose runs span slabs: the class is the slab's, so no class
 // arithmetic; the offset is tested in its run, and the slot is the run's.
+// It writes out isStart and slotAt's checks, as put does for one-slab
+// runs: calling them (bounds checks, the slab and the run's start read
+// twice) made a 1 MiB Get+Put 12% slower (19.1 against 16.8 ns, count 6).
+// put itself does not read the run's start: that cost the table's
+// classes 3-6%.
 func (b *boundedEngine) putRun(buf []byte) {
 	size := cap(buf)
 	off := uintptr(unsafe.Pointer(unsafe.SliceData(buf[:size]))) - b.base
