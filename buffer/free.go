@@ -20,10 +20,11 @@ func (b *Buffer) Free() {
 	// The hot path, release's first case, written out here so that Free
 	// makes one call fewer: a header from Get keeps its storage while
 	// idle. The Free that samples the length for calibration goes the
-	// long way. (A header from Get has no FixedPool; Keep refuses storage
+	// long way. (A header from Get has no FixedPool; Keepable refuses storage
 	// over keepMax: see Pool.keeper.)
 	if !checked.Enabled && b.hdr && b.owned && b.state == stLive && b.uses%sampleEvery != 0 {
-		if p := b.pool; p.keeper.Keep(b.buf) {
+		if p := b.pool; p.keeper.Keepable(b.buf) {
+			p.keeper.Keep(b.buf)
 			p.keeper.Kept(b.buf, b.sampled)
 			b.uses++
 			b.idle(p)
@@ -89,7 +90,8 @@ func (b *Buffer) release() {
 			p.cal.record(len(b.buf))
 		}
 		b.uses++
-		if b.hdr && !checked.Enabled && p.keeper.Keep(b.buf) {
+		if b.hdr && !checked.Enabled && p.keeper.Keepable(b.buf) {
+			p.keeper.Keep(b.buf)
 			p.keeper.Kept(b.buf, b.sampled)
 			// The header keeps its storage while idle, as bytebufferpool's
 			// ByteBuffer does: the next Get's first write needs no second

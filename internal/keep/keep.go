@@ -28,7 +28,7 @@ var Of func(pool any) *Keeper
 // pointer Of returns), and may lower the copy's TabEnd to keep only
 // smaller buffers.
 type Keeper struct {
-	// TabEnd bounds the capacities Keep takes: the pool's lookup table's
+	// TabEnd bounds the capacities Keepable takes: the pool's lookup table's
 	// end (0 for a pool whose buffers cannot be kept); Tab is the table,
 	// one class index per 8 bytes of capacity.
 	TabEnd uint
@@ -72,23 +72,22 @@ func Sampled(ptr unsafe.Pointer, seed, max uintptr) bool {
 // b idle (so a Put of it panics as a double free), but leaves it with the
 // caller, which must call Reuse before it writes to b again, and may
 // instead drop it, for the GC to collect; the caller then calls Kept, which
-// counts b as put back. b must be a buffer Get of the pool returned, whole.
-// Keep reports false, doing nothing, when the pool keeps nothing, when
-// b's capacity is past the lookup table, or when b is marked idle already:
-// the caller then calls Put, which panics in the last case. Keep and Kept
-// are two calls so that each inlines into the caller.
-func (k *Keeper) Keep(b []byte) bool {
-	if uint(cap(b)) >= k.TabEnd {
-		return false
-	}
+// counts b as put back. b must be a buffer Get of the pool returned, whole,
+// and Keepable must have reported true for it.
+func (k *Keeper) Keep(b []byte) {
 	ptr := unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))
-	w := (*uint64)(ptr)
-	want := uint64(uintptr(ptr)) ^ k.Secret
-	if *w == want {
-		return false
-	}
-	*w = want
-	return true
+	*(*uint64)(ptr) = uint64(uintptr(ptr)) ^ k.Secret
+}
+
+// Keepable reports whether Keep may keep b: false when the pool keeps
+// nothing, when b's capacity is past the lookup table, or when b is marked
+// idle already; the caller then calls Put instead, which panics in the last
+// case. Keepable, Keep and Kept are three calls so that each inlines into
+// the caller and the caller branches on Keepable's condition itself (a
+// Keep that reported it made the compiler materialize a bool and test it).
+func (k *Keeper) Keepable(b []byte) bool {
+	ptr := unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))
+	return uint(cap(b)) < k.TabEnd && *(*uint64)(ptr) != uint64(uintptr(ptr))^k.Secret
 }
 
 // InSample reports whether b, a buffer Get of the pool returned, whole, is
