@@ -213,6 +213,11 @@ func writeBusyNotes(w io.Writer, results []result) {
 
 // measure runs each selected bench cfg.count times, in rounds over the whole
 // selection so that drift in the machine's load spreads over all of them.
+// A bench with rounds runs rounds times per count instead, each on its share
+// of the benchtime, alternating with the other impls of its workload (A B A
+// B ...), so that the impls a row compares see the same moments of the
+// machine; workloads still run one after another, so one family's data
+// (the kv rows' maps) is not live while another's runs.
 // progress is told of each bench before (done == false) and after it runs.
 func measure(sel []*bench, cfg *benchConfig, progress func(name string, done bool)) ([]result, error) {
 	// testing.Benchmark reads the iteration target from the test.benchtime
@@ -223,32 +228,70 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 	defer bt.Value.Set(bt.Value.String())
 	results := make([]result, len(sel))
 	for range cfg.count {
-		for i, bn := range sel {
-			progress(bn.name(), false)
-			t := cfg.benchtime
-			if bn.once {
-				t = "1x"
+		for start := 0; start < len(sel); {
+			// The workload's benches: sel keeps registration order, which
+			// puts a workload's impls together.
+			end, rounds := start, 1
+			for ; end < len(sel) && sel[end].workload == sel[start].workload; end++ {
+				rounds = max(rounds, sel[end].rounds)
 			}
-			if err := bt.Value.Set(t); err != nil {
-				return nil, err
+			for round := range rounds {
+				for i := start; i < end; i++ {
+					bn := sel[i]
+					if round >= max(bn.rounds, 1) {
+						continue
+					}
+					t := shareOf(cfg.benchtime, max(bn.rounds, 1))
+					if bn.once {
+						t = "1x"
+					}
+					if err := runOne(&results[i], bn, t, bt, progress); err != nil {
+						return nil, err
+					}
+				}
 			}
-			o0, ok := othersNow()
-			start := time.Now()
-			r := testing.Benchmark(bn.run)
-			if r.N == 0 {
-				return nil, fmt.Errorf("bench %s failed", bn.name())
-			}
-			results[i].bench = bn
-			results[i].runs = append(results[i].runs, r)
-			if o1, ok1 := othersNow(); ok && ok1 {
-				// max: the machine's ticks and the process's own time are
-				// counted apart, so an idle run's difference may dip below 0.
-				results[i].busy = append(results[i].busy, runBusy{max(o1-o0, 0), time.Since(start)})
-			}
-			progress(bn.name(), true)
+			start = end
 		}
 	}
 	return results, nil
+}
+
+// runOne runs bn once for benchtime t and appends the run to res.
+func runOne(res *result, bn *bench, t string, bt *flag.Flag, progress func(name string, done bool)) error {
+	progress(bn.name(), false)
+	if err := bt.Value.Set(t); err != nil {
+		return err
+	}
+	o0, ok := othersNow()
+	start := time.Now()
+	r := testing.Benchmark(bn.run)
+	if r.N == 0 {
+		return fmt.Errorf("bench %s failed", bn.name())
+	}
+	res.bench = bn
+	res.runs = append(res.runs, r)
+	if o1, ok1 := othersNow(); ok && ok1 {
+		// max: the machine's ticks and the process's own time are
+		// counted apart, so an idle run's difference may dip below 0.
+		res.busy = append(res.busy, runBusy{max(o1-o0, 0), time.Since(start)})
+	}
+	progress(bn.name(), true)
+	return nil
+}
+
+// shareOf is the benchtime of one of rounds runs that share benchtime (a
+// form checkBenchtime accepted): a duration or an iteration count divided
+// by rounds, at least one iteration or one millisecond.
+func shareOf(benchtime string, rounds int) string {
+	if rounds <= 1 {
+		return benchtime
+	}
+	if n, ok := strings.CutSuffix(benchtime, "x"); ok {
+		v, _ := strconv.Atoi(n)
+		return strconv.Itoa(max(v/rounds, 1)) + "x"
+	}
+	d, _ := time.ParseDuration(benchtime)
+	return max(d/time.Duration(rounds), time.Millisecond).String()
 }
 
 // summary is a result's medians over its runs, and its ratio to the

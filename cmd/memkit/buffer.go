@@ -585,9 +585,9 @@ func init() {
 	}
 	w = "BufferGetWriteFree/size=1000B"
 	register(
-		bench{workload: w, impl: "memkit", run: bufferGetWriteFree},
-		bench{workload: w, impl: "bytebufferpool", run: bbpGetWriteFree},
-		bench{workload: w, impl: "syncpool", run: syncPoolBytesBuffer},
+		bench{workload: w, impl: "memkit", rounds: noisyRounds, run: bufferGetWriteFree},
+		bench{workload: w, impl: "bytebufferpool", rounds: noisyRounds, run: bbpGetWriteFree},
+		bench{workload: w, impl: "syncpool", rounds: noisyRounds, run: syncPoolBytesBuffer},
 	)
 	for _, rw := range []struct {
 		op             string

@@ -18,8 +18,8 @@ func init() {
 	}{{"unary", 64 << 10}, {"unary", 1 << 20}, {"stream", 64 << 10}} {
 		w := "GRPC/kind=" + c.kind + "/size=" + sizeName(c.size)
 		register(
-			bench{workload: w, impl: "memkit", run: func(b *testing.B) { grpcRPC(b, must(grpcpool.New()), c.kind, c.size) }},
-			bench{workload: w, impl: "grpc", run: func(b *testing.B) { grpcRPC(b, nil, c.kind, c.size) }},
+			bench{workload: w, impl: "memkit", rounds: noisyRounds, run: func(b *testing.B) { grpcRPC(b, must(grpcpool.New()), c.kind, c.size) }},
+			bench{workload: w, impl: "grpc", rounds: noisyRounds, run: func(b *testing.B) { grpcRPC(b, nil, c.kind, c.size) }},
 		)
 	}
 	// gRPC's own benchmark service (grpc-go's benchmark packages, as its
@@ -32,8 +32,8 @@ func init() {
 		}{{"1KiB", []int{1 << 10}}, {"64KiB", []int{64 << 10}}, {"1MiB", []int{1 << 20}}, {"spread", grpctest.Spread}} {
 			w := "GRPCBench/kind=" + kind + "/size=" + sz.name
 			register(
-				bench{workload: w, impl: "memkit", run: func(b *testing.B) { grpcService(b, must(grpcpool.New()), kind, sz.sizes) }},
-				bench{workload: w, impl: "grpc", run: func(b *testing.B) { grpcService(b, nil, kind, sz.sizes) }},
+				bench{workload: w, impl: "memkit", rounds: noisyRounds, run: func(b *testing.B) { grpcService(b, must(grpcpool.New()), kind, sz.sizes) }},
+				bench{workload: w, impl: "grpc", rounds: noisyRounds, run: func(b *testing.B) { grpcService(b, nil, kind, sz.sizes) }},
 			)
 		}
 	}
@@ -44,8 +44,8 @@ func init() {
 		for _, size := range []int{1 << 10, 64 << 10} {
 			w := "GRPCBenchEqualHeap/kind=" + kind + "/size=" + sizeName(size)
 			register(
-				bench{workload: w, impl: "memkit", run: func(b *testing.B) { grpcServiceLimited(b, must(grpcpool.New()), kind, size) }},
-				bench{workload: w, impl: "grpc", run: func(b *testing.B) { grpcServiceLimited(b, nil, kind, size) }},
+				bench{workload: w, impl: "memkit", rounds: noisyRounds, run: func(b *testing.B) { grpcServiceLimited(b, must(grpcpool.New()), kind, size) }},
+				bench{workload: w, impl: "grpc", rounds: noisyRounds, run: func(b *testing.B) { grpcServiceLimited(b, nil, kind, size) }},
 			)
 		}
 	}

@@ -343,3 +343,55 @@ func TestRegister_Duplicate(t *testing.T) {
 		register(bench{workload: "GetPut/size=64B", impl: "memkit"})
 	})
 }
+
+// TestMeasure_Rounds checks that a bench with rounds runs rounds times per
+// count on its share of the benchtime, alternating with the other impls of
+// its workload, and that workloads still run one after another.
+func TestMeasure_Rounds(t *testing.T) {
+	var order []string
+	mk := func(workload, impl string, rounds int) *bench {
+		bn := &bench{workload: workload, impl: impl, rounds: rounds}
+		bn.run = func(b *testing.B) {
+			if b.N == 1 {
+				order = append(order, impl) // testing.Benchmark's first call
+			}
+			for range b.N {
+			}
+		}
+		return bn
+	}
+	sel := []*bench{mk("A", "a1", 3), mk("A", "a2", 3), mk("A", "a3", 0), mk("B", "b1", 0)}
+	defer func(f func() (time.Duration, bool)) { othersNow = f }(othersNow)
+	othersNow = func() (time.Duration, bool) { return 0, false }
+	res, err := measure(sel, &benchConfig{count: 2, benchtime: "30x"}, func(string, bool) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "a1 a2 a3 a1 a2 a1 a2 b1 a1 a2 a3 a1 a2 a1 a2 b1"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("runs in order %q, want %q", got, want)
+	}
+	for i, wantRuns := range []int{6, 6, 2, 2} {
+		if n := len(res[i].runs); n != wantRuns {
+			t.Errorf("%s: %d runs, want %d", sel[i].name(), n, wantRuns)
+		}
+		wantN := 30
+		if sel[i].rounds == 3 {
+			wantN = 10
+		}
+		for _, r := range res[i].runs {
+			if r.N != wantN {
+				t.Errorf("%s: a run of %d iterations, want %d", sel[i].name(), r.N, wantN)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		in     string
+		rounds int
+		want   string
+	}{{"500ms", 5, "100ms"}, {"500ms", 1, "500ms"}, {"100x", 5, "20x"}, {"3x", 5, "1x"}, {"2ms", 5, "1ms"}} {
+		if got := shareOf(tc.in, tc.rounds); got != tc.want {
+			t.Errorf("shareOf(%q, %d) = %q, want %q", tc.in, tc.rounds, got, tc.want)
+		}
+	}
+}

@@ -11,8 +11,21 @@ type bench struct {
 	// once marks an expensive workload measured with b.N == 1 only
 	// (BurstIdle), instead of growing b.N to fill --benchtime.
 	once bool
-	run  func(b *testing.B)
+	// rounds, when above 1, splits each of --count's runs into that many
+	// runs of an equal share of --benchtime, alternating with the other
+	// impls of the workload (see measure), so that a cell whose figure
+	// swings from run to run (a gRPC server and client on two CPUs, a map
+	// larger than the caches) reports the median of several runs taken
+	// beside its peers', not one run at one moment.
+	rounds int
+	run    func(b *testing.B)
 }
+
+// noisyRounds is the rounds of the benches whose single runs swing by
+// more than the differences their rows are read for: the gRPC rows (six
+// runs of gRPC's own pool, unary 1 KiB, spread over 9% in CPU per RPC),
+// the kv rows and the buffer row compared with bytebufferpool.
+const noisyRounds = 5
 
 func (bn *bench) name() string { return bn.workload + "/impl=" + bn.impl }
 

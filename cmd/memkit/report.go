@@ -88,7 +88,7 @@ type jsonResult struct {
 	Name        string             `json:"name"`
 	Workload    string             `json:"workload"`
 	Impl        string             `json:"impl"`
-	Runs        int                `json:"runs"` // --count
+	Runs        int                `json:"runs"` // --count, times the bench's rounds
 	N           int                `json:"n"`    // iterations in the first run
 	NsPerOp     float64            `json:"ns_per_op"`
 	BytesPerOp  float64            `json:"bytes_per_op"`
@@ -135,7 +135,11 @@ func writeTable(w io.Writer, e env, results []result) error {
 	}
 	for i := 0; i < len(results); {
 		wl := results[i].bench.workload
-		fmt.Fprintf(bw, "\n%s\n", wl)
+		fmt.Fprintf(bw, "\n%s", wl)
+		if n := len(results[i].runs); n > e.Count {
+			fmt.Fprintf(bw, " (medians of %d interleaved runs)", n)
+		}
+		fmt.Fprintln(bw)
 		fmt.Fprintf(bw, "  %-*s %12s %12s %10s %7s  %s\n", width, "impl", "ns/op", "B/op", "allocs/op", "ratio", "extra")
 		for ; i < len(results) && results[i].bench.workload == wl; i++ {
 			s := sums[i]
