@@ -213,11 +213,12 @@ func writeBusyNotes(w io.Writer, results []result) {
 
 // measure runs each selected bench cfg.count times, in rounds over the whole
 // selection so that drift in the machine's load spreads over all of them.
-// A bench with rounds runs rounds times per count instead, each on its share
-// of the benchtime, alternating with the other impls of its workload (A B A
-// B ...), so that the impls a row compares see the same moments of the
-// machine; workloads still run one after another, so one family's data
-// (the kv rows' maps) is not live while another's runs.
+// A bench with rounds makes each of its runs of rounds slices, each on its
+// share of the benchtime, alternating with the other impls of its workload
+// (A B A B ...), so that the impls a row compares see the same moments of
+// the machine; the run is the slices' totals (see combine). Workloads still
+// run one after another, so one family's data (the kv rows' maps) is not
+// live while another's runs.
 // progress is told of each bench before (done == false) and after it runs.
 func measure(sel []*bench, cfg *benchConfig, progress func(name string, done bool)) ([]result, error) {
 	// testing.Benchmark reads the iteration target from the test.benchtime
@@ -227,6 +228,8 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 	bt := flag.Lookup("test.benchtime")
 	defer bt.Value.Set(bt.Value.String())
 	results := make([]result, len(sel))
+	slices := make([][]testing.BenchmarkResult, len(sel))
+	busy := make([]runBusy, len(sel))
 	for range cfg.count {
 		for start := 0; start < len(sel); {
 			// The workload's benches: sel keeps registration order, which
@@ -245,10 +248,24 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 					if bn.once {
 						t = "1x"
 					}
-					if err := runOne(&results[i], bn, t, bt, progress); err != nil {
+					progress(bn.name(), false)
+					r, b, err := runOne(bn, t, bt)
+					if err != nil {
 						return nil, err
 					}
+					slices[i] = append(slices[i], r)
+					busy[i].others += b.others
+					busy[i].wall += b.wall
+					progress(bn.name(), true)
 				}
+			}
+			for i := start; i < end; i++ {
+				results[i].bench = sel[i]
+				results[i].runs = append(results[i].runs, combine(slices[i]))
+				if busy[i].wall > 0 {
+					results[i].busy = append(results[i].busy, busy[i])
+				}
+				slices[i], busy[i] = slices[i][:0], runBusy{}
 			}
 			start = end
 		}
@@ -256,27 +273,54 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 	return results, nil
 }
 
-// runOne runs bn once for benchtime t and appends the run to res.
-func runOne(res *result, bn *bench, t string, bt *flag.Flag, progress func(name string, done bool)) error {
-	progress(bn.name(), false)
+// runOne runs bn once for benchtime t, and reports the CPU other processes
+// used meanwhile, where the system says (zero otherwise).
+func runOne(bn *bench, t string, bt *flag.Flag) (testing.BenchmarkResult, runBusy, error) {
 	if err := bt.Value.Set(t); err != nil {
-		return err
+		return testing.BenchmarkResult{}, runBusy{}, err
 	}
 	o0, ok := othersNow()
 	start := time.Now()
 	r := testing.Benchmark(bn.run)
 	if r.N == 0 {
-		return fmt.Errorf("bench %s failed", bn.name())
+		return r, runBusy{}, fmt.Errorf("bench %s failed", bn.name())
 	}
-	res.bench = bn
-	res.runs = append(res.runs, r)
+	var b runBusy
 	if o1, ok1 := othersNow(); ok && ok1 {
 		// max: the machine's ticks and the process's own time are
 		// counted apart, so an idle run's difference may dip below 0.
-		res.busy = append(res.busy, runBusy{max(o1-o0, 0), time.Since(start)})
+		b = runBusy{max(o1-o0, 0), time.Since(start)}
 	}
-	progress(bn.name(), true)
-	return nil
+	return r, b, nil
+}
+
+// combine is the run that slices make together: their iterations, time,
+// allocations and bytes added up, and each extra metric (all per op, or a
+// level such as live bytes) weighted by the slice's iterations. So a
+// count of cycles per op (GC cycles, whole numbers in each slice) is the
+// total over the run, as one run of the whole benchtime would count it.
+func combine(slices []testing.BenchmarkResult) testing.BenchmarkResult {
+	if len(slices) == 1 {
+		return slices[0]
+	}
+	var c testing.BenchmarkResult
+	for _, r := range slices {
+		c.N += r.N
+		c.T += r.T
+		c.MemAllocs += r.MemAllocs
+		c.MemBytes += r.MemBytes
+		c.Bytes = r.Bytes
+		for k, v := range r.Extra {
+			if c.Extra == nil {
+				c.Extra = map[string]float64{}
+			}
+			c.Extra[k] += v * float64(r.N)
+		}
+	}
+	for k := range c.Extra {
+		c.Extra[k] /= float64(c.N)
+	}
+	return c
 }
 
 // shareOf is the benchtime of one of rounds runs that share benchtime (a

@@ -344,9 +344,10 @@ func TestRegister_Duplicate(t *testing.T) {
 	})
 }
 
-// TestMeasure_Rounds checks that a bench with rounds runs rounds times per
-// count on its share of the benchtime, alternating with the other impls of
-// its workload, and that workloads still run one after another.
+// TestMeasure_Rounds checks that a bench with rounds runs rounds slices per
+// count on their share of the benchtime, alternating with the other impls
+// of its workload, that workloads still run one after another, and that a
+// run is its slices' totals.
 func TestMeasure_Rounds(t *testing.T) {
 	var order []string
 	mk := func(workload, impl string, rounds int) *bench {
@@ -371,17 +372,13 @@ func TestMeasure_Rounds(t *testing.T) {
 	if got := strings.Join(order, " "); got != want {
 		t.Errorf("runs in order %q, want %q", got, want)
 	}
-	for i, wantRuns := range []int{6, 6, 2, 2} {
-		if n := len(res[i].runs); n != wantRuns {
-			t.Errorf("%s: %d runs, want %d", sel[i].name(), n, wantRuns)
-		}
-		wantN := 30
-		if sel[i].rounds == 3 {
-			wantN = 10
+	for i := range sel {
+		if n := len(res[i].runs); n != 2 {
+			t.Errorf("%s: %d runs, want 2 (--count 2)", sel[i].name(), n)
 		}
 		for _, r := range res[i].runs {
-			if r.N != wantN {
-				t.Errorf("%s: a run of %d iterations, want %d", sel[i].name(), r.N, wantN)
+			if r.N != 30 { // three slices of 10 iterations, or one of 30
+				t.Errorf("%s: a run of %d iterations, want 30", sel[i].name(), r.N)
 			}
 		}
 	}
@@ -393,5 +390,14 @@ func TestMeasure_Rounds(t *testing.T) {
 		if got := shareOf(tc.in, tc.rounds); got != tc.want {
 			t.Errorf("shareOf(%q, %d) = %q, want %q", tc.in, tc.rounds, got, tc.want)
 		}
+	}
+	// Two slices: 1 GC cycle in 100 iterations and 0 in 300 make 0.25
+	// cycles per 100 over the run; time, allocations and bytes add up.
+	c := combine([]testing.BenchmarkResult{
+		{N: 100, T: time.Second, MemAllocs: 7, MemBytes: 70, Extra: map[string]float64{"GCs/100-op": 1}},
+		{N: 300, T: 2 * time.Second, MemAllocs: 5, MemBytes: 50, Extra: map[string]float64{"GCs/100-op": 0}},
+	})
+	if c.N != 400 || c.T != 3*time.Second || c.MemAllocs != 12 || c.MemBytes != 120 || c.Extra["GCs/100-op"] != 0.25 {
+		t.Errorf("combine = %+v", c)
 	}
 }

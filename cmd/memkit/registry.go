@@ -12,11 +12,11 @@ type bench struct {
 	// (BurstIdle), instead of growing b.N to fill --benchtime.
 	once bool
 	// rounds, when above 1, splits each of --count's runs into that many
-	// runs of an equal share of --benchtime, alternating with the other
+	// slices of an equal share of --benchtime, alternating with the other
 	// impls of the workload (see measure), so that a cell whose figure
-	// swings from run to run (a gRPC server and client on two CPUs, a map
-	// larger than the caches) reports the median of several runs taken
-	// beside its peers', not one run at one moment.
+	// swings with the moment (a gRPC server and client on two CPUs, a map
+	// larger than the caches) is measured at the same moments as its
+	// peers', not in one stretch before or after theirs.
 	rounds int
 	run    func(b *testing.B)
 }

@@ -88,7 +88,7 @@ type jsonResult struct {
 	Name        string             `json:"name"`
 	Workload    string             `json:"workload"`
 	Impl        string             `json:"impl"`
-	Runs        int                `json:"runs"` // --count, times the bench's rounds
+	Runs        int                `json:"runs"` // --count
 	N           int                `json:"n"`    // iterations in the first run
 	NsPerOp     float64            `json:"ns_per_op"`
 	BytesPerOp  float64            `json:"bytes_per_op"`
@@ -136,8 +136,8 @@ func writeTable(w io.Writer, e env, results []result) error {
 	for i := 0; i < len(results); {
 		wl := results[i].bench.workload
 		fmt.Fprintf(bw, "\n%s", wl)
-		if n := len(results[i].runs); n > e.Count {
-			fmt.Fprintf(bw, " (medians of %d interleaved runs)", n)
+		if n := results[i].bench.rounds; n > 1 {
+			fmt.Fprintf(bw, " (each run %d slices, alternating the impls)", n)
 		}
 		fmt.Fprintln(bw)
 		fmt.Fprintf(bw, "  %-*s %12s %12s %10s %7s  %s\n", width, "impl", "ns/op", "B/op", "allocs/op", "ratio", "extra")
