@@ -114,9 +114,11 @@ type Buffer struct {
 
 	index int32  // the FixedPool buffer's index, or -1 for a miss
 	state uint32 // stLive or stFree; atomic for a FixedPool miss
-	uses  uint16 // storage returns, for calibration sampling (mod 2^16)
-	owned bool   // buf is bytepool storage, returned on Free
-	hdr   bool   // the header comes from Pool.Get and goes back there
+	// toSample counts down the storage returns until the one that samples
+	// the length for calibration (one in sampleEvery; 0 or 1: this one).
+	toSample uint8
+	owned    bool // buf is bytepool storage, returned on Free
+	hdr      bool // the header comes from Pool.Get and goes back there
 	// sampled is the keep.Keeper's InSample of owned storage, asked once
 	// when it is taken rather than at every Free and Get that keep it.
 	sampled bool
@@ -278,14 +280,17 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	}
 	buf := b.buf
 	l := len(buf)
-	if len(p) > cap(buf)-l {
+	// n as unsigned: a length that overflows it takes the slow path, which
+	// refuses it; the compare also proves buf[:n] in range, with no bounds
+	// check.
+	n := l + len(p)
+	if uint(n) > uint(cap(buf)) {
 		return b.writeSlow(p)
 	}
-	n := l + len(p)
 	// A reslice and a copy rather than append: only the length is stored
 	// back, with no write barrier for the unchanged pointer; buf, the
 	// header's slice read once, spares the bounds checks.
-	b.buf = b.buf[:n]
+	b.buf = buf[:n]
 	b.lastRead = opInvalid
 	copy(buf[l:n], p)
 	return len(p), nil

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -717,5 +718,34 @@ func TestBuffer_UnreadAfterARefusedWriteAndAMovingGrow(t *testing.T) {
 	b.Grow(b.Cap() + 1)
 	if err := b.UnreadRune(); err == nil || err.Error() != "memkit/buffer: UnreadRune: previous operation was not a successful ReadRune" || b.String() != "c" {
 		t.Fatalf("UnreadRune after a moving Grow = %v, %q", err, b.String())
+	}
+}
+
+// One Buffer, freed again and again, samples its first Free and one in 64
+// after it: the 16th sample, which makes the first calibration, is its
+// 961st Free, and the default size is 0 until then.
+func TestPool_CalibrationCadence(t *testing.T) {
+	if race.Enabled || buffer.Debug {
+		t.Skip("the race detector drops sync.Pool Puts; memkitdebug never reuses a header: each Free would be a new header's first")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a GC cycle would drop the header
+	p := mustPool(t)
+	data := make([]byte, 3000)
+	var first *buffer.Buffer
+	for i := 1; i <= 961; i++ {
+		b := p.Get()
+		if first == nil {
+			first = b
+		} else if b != first {
+			t.Fatalf("Get %d returned another header", i)
+		}
+		b.Write(data)
+		if got := p.DefaultSize(); got != 0 {
+			t.Fatalf("default size %d before Free %d; want 0 until the 961st", got, i)
+		}
+		b.Free()
+	}
+	if got := p.DefaultSize(); got != 4096 {
+		t.Fatalf("default size %d after 961 Frees of 3000 bytes; want 4096", got)
 	}
 }

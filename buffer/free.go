@@ -22,11 +22,11 @@ func (b *Buffer) Free() {
 	// idle. The Free that samples the length for calibration goes the
 	// long way. (A header from Get has no FixedPool; Keepable refuses storage
 	// over keepMax: see Pool.keeper.)
-	if !checked.Enabled && b.hdr && b.owned && b.state == stLive && b.uses%sampleEvery != 0 {
+	if !checked.Enabled && b.hdr && b.owned && b.state == stLive && b.toSample > 1 {
 		if p := b.pool; p.keeper.Keepable(b.buf) {
 			p.keeper.Keep(b.buf)
 			p.keeper.Kept(b.buf, b.sampled)
-			b.uses++
+			b.toSample--
 			b.idle(p)
 			return
 		}
@@ -86,10 +86,12 @@ func (b *Buffer) release() {
 		p = Default()
 	}
 	if b.owned {
-		if b.uses%sampleEvery == 0 {
+		if b.toSample <= 1 {
 			p.cal.record(len(b.buf))
+			b.toSample = sampleEvery
+		} else {
+			b.toSample--
 		}
-		b.uses++
 		if b.hdr && !checked.Enabled && p.keeper.Keepable(b.buf) {
 			p.keeper.Keep(b.buf)
 			p.keeper.Kept(b.buf, b.sampled)

@@ -41,17 +41,18 @@ import (
 //
 // The default size follows what the program writes, as bytebufferpool's
 // does, without its shared counter on every Put: each Buffer counts its own
-// Frees in its header (which only its owner touches), and one Free in
-// 32 adds the Buffer's length to a histogram of
+// Frees in its header (which only its owner touches), and a Buffer's
+// first Free and one in 64 after it add its length to a histogram of
 // power-of-two buckets. After 16 samples, and every 128 samples after that,
 // the default becomes the bucket of the median length (capped at
 // bytepool's largest class) and the histogram is halved, so old samples
-// fade. 31 Frees in 32 touch no shared memory for calibration; the 32nd
+// fade. 63 Frees in 64 touch no shared memory for calibration; the 64th
 // makes two atomic adds (its bucket and the sample count), so the shared
-// words see a sixteenth of the traffic bytebufferpool's counter does (and
-// a Free costs a sixteenth of an atomic add for it, where
+// words see a thirty-second of the traffic bytebufferpool's counter does
+// (and a Free costs a thirty-second of an atomic add for it, where
 // bytebufferpool's Put costs one), and the cost of calibration stays flat
-// as cores are added. The first calibration comes after 512 Frees.
+// as cores are added. The first calibration comes after 16 Buffers' first
+// Frees, or after 961 Frees of one Buffer.
 type Pool struct {
 	bp *bytepool.Pool
 	// keeper is bp's, copied, its TabEnd lowered to keepMax+1: how an idle
@@ -112,8 +113,9 @@ func NewPool(opts ...PoolOption) (*Pool, error) {
 // Get returns an empty Buffer of the pool. It takes storage of the pool's
 // default size on its first write. Give it back with [Buffer.Free].
 func (p *Pool) Get() *Buffer {
-	b, _ := p.hdrs.Get().(*Buffer)
-	if b == nil {
+	// One test of the type word: a nil from an empty sync.Pool fails it.
+	b, ok := p.hdrs.Get().(*Buffer)
+	if !ok {
 		b = &Buffer{pool: p, hdr: true}
 	} else if b.owned {
 		// The storage it kept, still b.buf[:0] (Free's self-reslice keeps
@@ -223,7 +225,7 @@ type calibrator struct {
 }
 
 const (
-	sampleEvery = 32 // a Buffer samples one storage return in sampleEvery
+	sampleEvery = 64 // a Buffer samples its first storage return and one in sampleEvery after it
 	calMinShift = 6  // the smallest bucket holds up to 64 bytes
 	calBuckets  = 15 // up to 1 MiB; longer lengths count in the last
 	calFirst    = 16 // samples before the first calibration
