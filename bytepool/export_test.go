@@ -48,3 +48,17 @@ func (p *Pool) Reserve(c int) (held int, gone uint64) {
 
 // HotGets is hotGets.
 var HotGets = hotGets
+
+// SlotIndexes returns the slot index of each buffer of a one-slab run of
+// the Bounded pool's class c, in buffer order, and the run's slot count.
+func (p *Pool) SlotIndexes(c int) (idx []uintptr, nslots int, oneSlab bool) {
+	ci := &p.bounded.classes[c]
+	for off := 0; off+ci.size <= ci.runBytes; off += ci.size {
+		idx = append(idx, ci.slotIndex(uintptr(off)))
+	}
+	return idx, ci.nslots, ci.runBytes == slabSize
+}
+
+// CarveBatch is how many buffers of size bytes a Bounded pool carves at a
+// time.
+func CarveBatch(size int) int { return max(magazineSize(size)/2, 1) }

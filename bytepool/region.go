@@ -65,12 +65,21 @@ type classInfo struct {
 	runBytes int
 	// A slot's index is the buffer's (offset in the run >> shift), its bits
 	// rotated so that neighbouring buffers' slots fall on different cache
-	// lines (4 slots to a line): index i goes to (i&lmask)<<2 | i>>lshift.
-	// A run of fewer than 8 buffers spaces its slots a line apart instead
-	// (lmask all ones, lshift 63: i goes to i<<2), so that no two buffers
-	// share a slot line, which Gets and Puts on different Ps would pass back
-	// and forth.
+	// lines (4 slots to a line): with r = i>>lshift (which quarter of the
+	// run), index i goes to ((i^(r&skew))&lmask)<<2 | r. In a run of 64
+	// buffers or more (skew 3) the xor shifts each quarter by its number,
+	// so that buffers a quarter of the run apart fall on different lines
+	// too: without it they shared one, and carve's batches of 32 are a
+	// quarter of a 512-byte class's run, so two Ps each taking the top of
+	// its own batch wrote one slot line, and a RunParallel Get+Put of 512
+	// bytes ran 2-3.5x slower in one run in three. (In smaller runs one
+	// batch is the whole run, and the xor would put neighbours across a
+	// quarter's edge on one line.) A run of fewer than 8 buffers spaces
+	// its slots a line apart instead (lmask all ones, lshift 63: i goes to
+	// i<<2), so that no two buffers share a slot line, which Gets and Puts
+	// on different Ps would pass back and forth.
 	lmask    uintptr
+	skew     uintptr
 	lshift   uint
 	nslots   int         // slots per run
 	idle     *shard.Idle // the idle buffers' tickets; keys are offsets in mem
@@ -118,9 +127,15 @@ func (r *region) init(size int64, sizes []int, b *budget.Budget) error {
 		ci.divisor = ^uint64(0)/uint64(size) + 1
 		ci.runBytes = runBytes(size)
 		ci.nslots = ci.runBytes >> ci.shift
-		if n := ci.nslots; ci.runBytes == slabSize && n >= 8 {
+		// The buffer count, not the slot count, decides: a class between
+		// powers of two (12 KiB: 5 buffers, 8 slots) skips slot numbers,
+		// and rotated, two of its neighbours shared a line.
+		if n := ci.nslots; ci.runBytes == slabSize && ci.runBytes/size >= 8 {
 			ci.lshift = uint(bits.Len(uint(n/4)) - 1)
 			ci.lmask = uintptr(n/4 - 1)
+			if n >= 64 {
+				ci.skew = 3
+			}
 		} else {
 			ci.lshift, ci.lmask = 63, ^uintptr(0)
 			ci.nslots *= 4
@@ -227,7 +242,8 @@ func slotOf(first *shard.Slot, i uintptr) *shard.Slot {
 // the run.
 func (ci *classInfo) slotIndex(in uintptr) uintptr {
 	i := in >> (ci.shift & 63) // shift counts below 64: no guard for larger ones
-	return (i&ci.lmask)<<2 | i>>(ci.lshift&63)
+	r := i >> (ci.lshift & 63)
+	return ((i^(r&ci.skew))&ci.lmask)<<2 | r
 }
 
 // startSlot returns the slot of the buffer of class c at p, which must be
