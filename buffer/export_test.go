@@ -46,3 +46,6 @@ func SetUntrackHook(f func()) (restore func()) {
 	testHookUntrack = f
 	return func() { testHookUntrack = nil }
 }
+
+// Salt is the salt of p's home hint.
+func (p *FixedPool) Salt() uintptr { return p.salt.Load() }

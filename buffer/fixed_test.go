@@ -580,3 +580,37 @@ func TestFixedPool_ClosedHeaderReachableUntilUntracked(t *testing.T) {
 		t.Fatalf("the next checkout's Close = %v", err)
 	}
 }
+
+// A checkout whose home buffer is out detours to another, and every
+// respreadAfter (256) detours onto one buffer the pool changes the salt of
+// its home hint, so that two goroutines whose stacks hash to one home are
+// parted. One goroutine holding one buffer of two makes its own next
+// checkouts (same call site, same hint) detour every time.
+func TestFixedPool_DetoursChangeTheSalt(t *testing.T) {
+	if buffer.Debug {
+		t.Skip("the checked build's quarantine keeps a closed buffer out: the next checkout misses")
+	}
+	p, err := buffer.NewFixedPool(2, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := p.Checkout()
+	salt := p.Salt()
+	for i := 1; i <= 256; i++ {
+		b := p.Checkout()
+		if b == held {
+			t.Fatal("a checkout returned the buffer out")
+		}
+		b.Close()
+		if got := p.Salt(); i < 256 && got != salt {
+			t.Fatalf("the salt changed after %d detours, want 256", i)
+		}
+	}
+	if p.Salt() == salt {
+		t.Fatal("256 detours left the salt as it was")
+	}
+	held.Close()
+	if n := p.Misses(); n != 0 {
+		t.Fatalf("%d misses: a detour must take the idle buffer", n)
+	}
+}

@@ -32,6 +32,16 @@ func Hint() uintptr {
 	return (uintptr(unsafe.Pointer(&marker)) >> 11) * hashMul >> (bits.UintSize - 16)
 }
 
+// HintWith is [Hint] with salt mixed into the address before the hash
+// (an xor, then the multiply), so that a new salt spreads the goroutines
+// afresh: two goroutines whose hints pick one shard under one salt pick
+// one under another only by chance. A caller that sees its goroutines'
+// shards collide changes its salt.
+func HintWith(salt uintptr) uintptr {
+	var marker byte
+	return ((uintptr(unsafe.Pointer(&marker)) >> 11) ^ salt) * hashMul >> (bits.UintSize - 16)
+}
+
 // Count rounds n up to a power of two, at least 1, so that a hint masked
 // with Count(n)-1 picks a shard.
 func Count(n int) int {
