@@ -33,7 +33,7 @@ var workloadDocs = map[string]string{
 	"BufferGetWriteFree":     "get a growable buffer, write 1000 bytes, free it: buffer.Get beside bytebufferpool and sync.Pool",
 	"BufferReader":           "one read operation of buffer.Reader over 1KiB segments, beside bytes.Reader",
 	"GRPC":                   "one RPC through a real gRPC server and client on loopback, with grpcpool or gRPC's default buffer pool",
-	"GRPCBench":              "one RPC of gRPC's own benchmark service (grpc-go's benchmark packages), 8 in flight, with grpcpool or gRPC's default as the process's pool",
+	"GRPCBench":              "one RPC of gRPC's own benchmark service (grpc-go's benchmark packages), 8 in flight, with grpcpool or gRPC's default as the process's pool; at 1 KiB gRPC's default again (grpc-again), the run's noise",
 	"GRPCBenchEqualHeap":     "GRPCBench with GOGC off and one memory limit for both pools (16MiB above the process's memory): GC cycles at equal memory",
 	"KV":                     "a byte map of 64Ki entries (16-byte keys, 100-1100-byte values): Get, overwriting Set, or 9 Gets to 1 Set, on one goroutine",
 	"KVParallel":             "KV on every P at once (b.RunParallel): the map's locking under contention",
