@@ -47,8 +47,9 @@ import (
 // Checkout). Two goroutines whose stacks hash to one buffer would take
 // turns at it, passing its state word between their cores: after 256
 // checkouts that found their buffer out, the pool changes the salt it
-// mixes into the hash, which parts them with probability 1-1/count. Close sets the buffer's idle bit back with a compare-and-swap
-// that fails when the bit is set already, which is what makes the
+// mixes into the hash, which parts them with probability 1-1/count.
+// Close sets the buffer's idle bit back with a compare-and-swap that
+// fails when the bit is set already, which is what makes the
 // double-Close check exact even when two goroutines Close one buffer at
 // once.
 //

@@ -51,12 +51,18 @@ type Keeper struct {
 // chance are 2^-64.
 func MarkIdle(ptr unsafe.Pointer, secret uint64, msg string) {
 	w := (*[8]byte)(ptr)
-	want := uint64(uintptr(ptr)) ^ secret
+	want := idleMark(ptr, secret)
 	if binary.NativeEndian.Uint64(w[:]) == want {
 		panic(msg)
 	}
 	binary.NativeEndian.PutUint64(w[:], want)
 }
+
+// idleMark is the word MarkIdle and Keep write into the buffer at ptr.
+func idleMark(ptr unsafe.Pointer, secret uint64) uint64 { return uint64(uintptr(ptr)) ^ secret }
+
+// start is the address of b's storage, which the idle mark's word begins.
+func start(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b[:cap(b)])) }
 
 // ClearIdle clears the idle mark of a buffer being handed out.
 func ClearIdle(ptr unsafe.Pointer) { *(*[8]byte)(ptr) = [8]byte{} }
@@ -75,8 +81,8 @@ func Sampled(ptr unsafe.Pointer, seed, max uintptr) bool {
 // counts b as put back. b must be a buffer Get of the pool returned, whole,
 // and Keepable must have reported true for it.
 func (k *Keeper) Keep(b []byte) {
-	ptr := unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))
-	*(*uint64)(ptr) = uint64(uintptr(ptr)) ^ k.Secret
+	ptr := start(b)
+	*(*uint64)(ptr) = idleMark(ptr, k.Secret)
 }
 
 // Keepable reports whether Keep may keep b: false when the pool keeps
@@ -86,8 +92,8 @@ func (k *Keeper) Keep(b []byte) {
 // the caller and the caller branches on Keepable's condition itself (a
 // Keep that reported it made the compiler materialize a bool and test it).
 func (k *Keeper) Keepable(b []byte) bool {
-	ptr := unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))
-	return uint(cap(b)) < k.TabEnd && *(*uint64)(ptr) != uint64(uintptr(ptr))^k.Secret
+	ptr := start(b)
+	return uint(cap(b)) < k.TabEnd && *(*uint64)(ptr) != idleMark(ptr, k.Secret)
 }
 
 // InSample reports whether b, a buffer Get of the pool returned, whole, is
@@ -95,7 +101,7 @@ func (k *Keeper) Keepable(b []byte) bool {
 // address only, so a caller that holds b across many Keeps and Reuses asks
 // once, when it takes b, and passes the answer to each.
 func (k *Keeper) InSample(b []byte) bool {
-	return Sampled(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])), k.SampleSeed, k.SampleMax)
+	return Sampled(start(b), k.SampleSeed, k.SampleMax)
 }
 
 // Kept counts b, which Keep marked, as put back: one atomic add on its
@@ -113,9 +119,9 @@ func (k *Keeper) Kept(b []byte, sampled bool) {
 // after Keep) it reports false: the caller must then drop b, which the GC
 // collects, and count nothing.
 func (k *Keeper) Reuse(b []byte) bool {
-	ptr := unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))
+	ptr := start(b)
 	w := (*uint64)(ptr)
-	if *w != uint64(uintptr(ptr))^k.Secret {
+	if *w != idleMark(ptr, k.Secret) {
 		return false
 	}
 	*w = 0

@@ -27,10 +27,7 @@ const hashMul = uintptr(0x9E3779B97F4A7C15 & uint64(^uintptr(0)))
 // well-mixed bits in the low bits of the result, the same for every call
 // made from the same 2 KiB window of one stack. Mask it with a [Count]
 // minus one to pick a shard. It inlines to a shift and a multiply.
-func Hint() uintptr {
-	var marker byte
-	return (uintptr(unsafe.Pointer(&marker)) >> 11) * hashMul >> (bits.UintSize - 16)
-}
+func Hint() uintptr { return HintWith(0) }
 
 // HintWith is [Hint] with salt mixed into the address before the hash
 // (an xor, then the multiply), so that a new salt spreads the goroutines
