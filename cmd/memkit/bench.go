@@ -236,15 +236,15 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 			// puts a workload's impls together.
 			end, rounds := start, 1
 			for ; end < len(sel) && sel[end].workload == sel[start].workload; end++ {
-				rounds = max(rounds, sel[end].rounds)
+				rounds = max(rounds, sel[end].slices())
 			}
 			for round := range rounds {
 				for i := start; i < end; i++ {
 					bn := sel[i]
-					if round >= max(bn.rounds, 1) {
+					if round >= bn.slices() {
 						continue
 					}
-					t := shareOf(cfg.benchtime, max(bn.rounds, 1))
+					t := shareOf(cfg.benchtime, bn.slices())
 					if bn.once {
 						t = "1x"
 					}

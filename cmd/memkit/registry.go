@@ -29,6 +29,9 @@ const noisyRounds = 5
 
 func (bn *bench) name() string { return bn.workload + "/impl=" + bn.impl }
 
+// slices is how many slices make one of bn's runs: its rounds, at least 1.
+func (bn *bench) slices() int { return max(bn.rounds, 1) }
+
 // must returns v, or panics with err: for building the allocators the
 // benches run on, whose configurations are constants, so that an error is
 // a bug in this program (BenchmarkWorkloads runs every bench).

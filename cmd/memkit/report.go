@@ -136,7 +136,7 @@ func writeTable(w io.Writer, e env, results []result) error {
 	for i := 0; i < len(results); {
 		wl := results[i].bench.workload
 		fmt.Fprintf(bw, "\n%s", wl)
-		if n := results[i].bench.rounds; n > 1 {
+		if n := results[i].bench.slices(); n > 1 {
 			fmt.Fprintf(bw, " (each run %d slices, alternating the impls)", n)
 		}
 		fmt.Fprintln(bw)
