@@ -1292,3 +1292,89 @@ func recovered(f func()) (r any) {
 	f()
 	return nil
 }
+
+// FuzzPool drives up to eight Buffers of one Pool at once — Get, writes of
+// tagged bytes from 0 to about 9 KiB (so that storage grows and idle
+// headers keep storage of many classes), Truncate and Free — and makes the
+// Pool's mistakes that the Free doc says are caught: a second Free before
+// the header is handed out again (it must panic with memkit's double-free
+// message, or report a double free in the checked build), and a write
+// through the freed Buffer before then (it may panic with a memkit message;
+// either way no live Buffer's bytes may change, and the next Get must hand
+// out an empty Buffer). After every step each live Buffer's bytes must be
+// what the model wrote.
+func FuzzPool(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 5, 1, 9, 2, 0, 3, 0, 1, 1, 200, 2, 1, 4, 7, 0, 1, 0, 90})
+	f.Add([]byte{0, 1, 0, 255, 2, 0, 4, 255, 0, 1, 0, 3, 3, 0, 2, 0, 3})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p, err := buffer.NewPool()
+		if err != nil {
+			t.Fatal(err)
+		}
+		type live struct {
+			b    *buffer.Buffer
+			want []byte
+		}
+		var lives []live
+		var stale *buffer.Buffer // freed, and not yet handed out again
+		next := func() int {
+			if len(in) == 0 {
+				return 0
+			}
+			v := int(in[0])
+			in = in[1:]
+			return v
+		}
+		for step := 0; len(in) > 0; step++ {
+			op, arg := next()%6, next()
+			switch {
+			case op == 0 && len(lives) < 8: // Get
+				b := p.Get()
+				stale = nil // a header may serve again: a late call is the owner's
+				if b.Len() != 0 {
+					t.Fatalf("step %d: Get returned %d bytes", step, b.Len())
+				}
+				lives = append(lives, live{b: b})
+			case op == 1 && len(lives) > 0: // write tagged bytes
+				l := &lives[arg%len(lives)]
+				n := arg * 37
+				data := make([]byte, n)
+				for i := range data {
+					data[i] = byte(step*31 + i)
+				}
+				if k, err := l.b.Write(data); k != n || err != nil {
+					t.Fatalf("step %d: Write = %d, %v", step, k, err)
+				}
+				l.want = append(l.want, data...)
+			case op == 2 && len(lives) > 0: // Free
+				i := arg % len(lives)
+				lives[i].b.Free()
+				stale = lives[i].b
+				lives = append(lives[:i], lives[i+1:]...)
+			case op == 3 && stale != nil: // mistake: a second Free
+				checkDoubleFree(t, stale.Free)
+			case op == 4 && stale != nil: // mistake: a write after Free
+				r := recovered(func() { stale.Write(bytes.Repeat([]byte{0xEE}, arg*40)) })
+				if mu, ok := r.(*checked.Misuse); r != nil && !(ok && mu.Allocator == "buffer") {
+					if msg, ok := r.(string); !ok || !strings.HasPrefix(msg, "memkit/") {
+						panic(r)
+					}
+				}
+				stale = nil // its state after the mistake is not the model's
+			case op == 5 && len(lives) > 0: // Truncate
+				l := &lives[arg%len(lives)]
+				n := arg % (len(l.want) + 1)
+				l.b.Truncate(n)
+				l.want = l.want[:n]
+			}
+			for i, l := range lives {
+				if !bytes.Equal(l.b.Bytes(), l.want) {
+					t.Fatalf("step %d: live Buffer %d holds %d bytes, not the %d written", step, i, l.b.Len(), len(l.want))
+				}
+			}
+		}
+		for _, l := range lives {
+			l.b.Free()
+		}
+	})
+}
