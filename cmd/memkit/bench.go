@@ -216,9 +216,10 @@ func writeBusyNotes(w io.Writer, results []result) {
 // A bench with rounds makes each of its runs of rounds slices, each on its
 // share of the benchtime, alternating with the other impls of its workload
 // (A B A B ...), so that the impls a row compares see the same moments of
-// the machine; the run is the slices' totals (see combine). Workloads still
-// run one after another, so one family's data (the kv rows' maps) is not
-// live while another's runs.
+// the machine; the run is the slices' totals (see combine). A bench's group
+// (see bench.group) widens who alternates. Groups still run one after
+// another, so one family's data (the kv rows' maps) is not live while
+// another's runs.
 // progress is told of each bench before (done == false) and after it runs.
 func measure(sel []*bench, cfg *benchConfig, progress func(name string, done bool)) ([]result, error) {
 	// testing.Benchmark reads the iteration target from the test.benchtime
@@ -230,16 +231,15 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 	results := make([]result, len(sel))
 	slices := make([][]testing.BenchmarkResult, len(sel))
 	busy := make([]runBusy, len(sel))
+	groups := groupsOf(sel)
 	for range cfg.count {
-		for start := 0; start < len(sel); {
-			// The workload's benches: sel keeps registration order, which
-			// puts a workload's impls together.
-			end, rounds := start, 1
-			for ; end < len(sel) && sel[end].workload == sel[start].workload; end++ {
-				rounds = max(rounds, sel[end].slices())
+		for _, g := range groups {
+			rounds := 1
+			for _, i := range g {
+				rounds = max(rounds, sel[i].slices())
 			}
 			for round := range rounds {
-				for i := start; i < end; i++ {
+				for _, i := range g {
 					bn := sel[i]
 					if round >= bn.slices() {
 						continue
@@ -259,7 +259,7 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 					progress(bn.name(), true)
 				}
 			}
-			for i := start; i < end; i++ {
+			for _, i := range g {
 				results[i].bench = sel[i]
 				results[i].runs = append(results[i].runs, combine(slices[i]))
 				if busy[i].wall > 0 {
@@ -267,10 +267,26 @@ func measure(sel []*bench, cfg *benchConfig, progress func(name string, done boo
 				}
 				slices[i], busy[i] = slices[i][:0], runBusy{}
 			}
-			start = end
 		}
 	}
 	return results, nil
+}
+
+// groupsOf is sel's indices by groupName, each group in sel's order and
+// the groups in the order of their first bench.
+func groupsOf(sel []*bench) [][]int {
+	var groups [][]int
+	at := make(map[string]int)
+	for i, bn := range sel {
+		g, ok := at[bn.groupName()]
+		if !ok {
+			g = len(groups)
+			at[bn.groupName()] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
 
 // runOne runs bn once for benchtime t, and reports the CPU other processes

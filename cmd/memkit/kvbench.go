@@ -35,7 +35,8 @@ func init() {
 		for op := range kvBenchOpsNames {
 			w := fam + "/op=" + kvBenchOpsNames[op]
 			for _, impl := range kvImpls {
-				register(bench{workload: w, impl: impl, rounds: noisyRounds, run: func(b *testing.B) { kvBench(b, impl, op, par) }})
+				register(bench{workload: w, impl: impl, rounds: noisyRounds, group: "KV/op=" + kvBenchOpsNames[op],
+					run: func(b *testing.B) { kvBench(b, impl, op, par) }})
 			}
 		}
 	}

@@ -346,8 +346,8 @@ func TestRegister_Duplicate(t *testing.T) {
 
 // TestMeasure_Rounds checks that a bench with rounds runs rounds slices per
 // count on their share of the benchtime, alternating with the other impls
-// of its workload, that workloads still run one after another, and that a
-// run is its slices' totals.
+// of its workload and with the benches of its group, that groups still
+// run one after another, and that a run is its slices' totals.
 func TestMeasure_Rounds(t *testing.T) {
 	var order []string
 	mk := func(workload, impl string, rounds int) *bench {
@@ -361,14 +361,16 @@ func TestMeasure_Rounds(t *testing.T) {
 		}
 		return bn
 	}
-	sel := []*bench{mk("A", "a1", 3), mk("A", "a2", 3), mk("A", "a3", 0), mk("B", "b1", 0)}
+	c1 := mk("C", "c1", 3)
+	c1.group = "A" // as KVParallel/op=get is in KV/op=get's group
+	sel := []*bench{mk("A", "a1", 3), mk("A", "a2", 3), mk("A", "a3", 0), mk("B", "b1", 0), c1}
 	defer func(f func() (time.Duration, bool)) { othersNow = f }(othersNow)
 	othersNow = func() (time.Duration, bool) { return 0, false }
 	res, err := measure(sel, &benchConfig{count: 2, benchtime: "30x"}, func(string, bool) {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "a1 a2 a3 a1 a2 a1 a2 b1 a1 a2 a3 a1 a2 a1 a2 b1"
+	want := "a1 a2 a3 c1 a1 a2 c1 a1 a2 c1 b1 a1 a2 a3 c1 a1 a2 c1 a1 a2 c1 b1"
 	if got := strings.Join(order, " "); got != want {
 		t.Errorf("runs in order %q, want %q", got, want)
 	}

@@ -18,7 +18,12 @@ type bench struct {
 	// larger than the caches) is measured at the same moments as its
 	// peers', not in one stretch before or after theirs.
 	rounds int
-	run    func(b *testing.B)
+	// group, when set, is the name of the benches whose slices alternate
+	// (by default the workload's impls): the kv rows put an op's serial
+	// and RunParallel workloads in one group, since the ratio of the two
+	// is read, and two stretches of the machine's moments would divide it.
+	group string
+	run   func(b *testing.B)
 }
 
 // noisyRounds is the rounds of the benches whose single runs swing by
@@ -31,6 +36,15 @@ func (bn *bench) name() string { return bn.workload + "/impl=" + bn.impl }
 
 // slices is how many slices make one of bn's runs: its rounds, at least 1.
 func (bn *bench) slices() int { return max(bn.rounds, 1) }
+
+// groupName is the name of the benches bn alternates with: its group, or
+// its workload.
+func (bn *bench) groupName() string {
+	if bn.group != "" {
+		return bn.group
+	}
+	return bn.workload
+}
 
 // must returns v, or panics with err: for building the allocators the
 // benches run on, whose configurations are constants, so that an error is
