@@ -112,8 +112,8 @@ type reserve struct {
 // which the stock makes up for. The next step that sees a new loss starts
 // over: hotGets more Gets through the reserve.
 //
-// Put reads the shortfall with one load from the cache line it reads the
-// class size from; only slow paths write it.
+// Put reads the shortfall with one load from the class's first 64 bytes,
+// where it reads the class size; only slow paths write it.
 
 // lossBias is what a class that files every Put into the reserve adds to
 // its shortfall (one in loss mode's first stage, or a locked class, see
