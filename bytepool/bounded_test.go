@@ -405,3 +405,20 @@ func TestBounded_SlotLines(t *testing.T) {
 		t.Fatal("no class with a rotated slot run")
 	}
 }
+
+// TestBounded_SlotsStartLines checks that every class's run of slots
+// starts a cache line and is whole lines, so that the lines
+// TestBounded_SlotLines reasons about (slot index / 4) are the machine's:
+// an array of slots of its own starts 8 bytes into a line (the Go heap's
+// header), and then one slot in four straddled two lines.
+func TestBounded_SlotsStartLines(t *testing.T) {
+	p := mustNew(t, bytepool.WithPolicy(bytepool.Bounded), bytepool.WithBudget(64<<20))
+	for _, size := range p.Classes() {
+		b := p.Get(size)
+		first, nslots := p.RunSlots(b)
+		if first%64 != 0 || nslots%4 != 0 {
+			t.Errorf("class %d B: its run's %d slots start at %#x, %d bytes into a cache line; want a line's start and whole lines", size, nslots, first, first%64)
+		}
+		p.Put(b)
+	}
+}

@@ -62,3 +62,13 @@ func (p *Pool) SlotIndexes(c int) (idx []uintptr, nslots int, oneSlab bool) {
 // CarveBatch is how many buffers of size bytes a Bounded pool carves at a
 // time.
 func CarveBatch(size int) int { return max(magazineSize(size)/2, 1) }
+
+// RunSlots returns the address of the first slot of the run that holds b,
+// a buffer of the Bounded pool p, and the run's slot count.
+func (p *Pool) RunSlots(b []byte) (first uintptr, nslots int) {
+	r := &p.bounded.region
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)]))) - r.base
+	sl := r.slabAt(off)
+	run := uintptr(sl.runStart.Load())
+	return uintptr(unsafe.Pointer(r.slabs[run].slots.Load())), r.classes[sl.class.Load()].nslots
+}

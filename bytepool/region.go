@@ -43,8 +43,9 @@ type region struct {
 	budget *budget.Budget // charged for each run a class takes; nil: none
 
 	mu     sync.Mutex
-	next   int      // next unassigned slab
-	cursor []cursor // per class: where the next buffer is carved
+	next   int          // next unassigned slab
+	cursor []cursor     // per class: where the next buffer is carved
+	spare  []shard.Slot // the rest of the last chunk of slots (see newSlots)
 }
 
 // slabInfo is one slab's: written once, when its run is assigned.
@@ -184,8 +185,7 @@ func (r *region) carve(c, size, n int) (carved, took int) {
 			}
 			cur.run, cur.off = r.next, 0
 			cur.slabs += k
-			slots := make([]shard.Slot, ci.nslots) // 64 bytes or more: on lines of their own
-			r.slabs[cur.run].slots.Store(&slots[0])
+			r.slabs[cur.run].slots.Store(&r.newSlots(ci.nslots)[0])
 			for j := r.next; j < r.next+k; j++ {
 				r.slabs[j].runStart.Store(int32(cur.run))
 				r.slabs[j].class.Store(int32(c))
@@ -203,6 +203,26 @@ func (r *region) carve(c, size, n int) (carved, took int) {
 		carved++
 	}
 	return carved, took
+}
+
+// slotChunk is how many slots newSlots allocates at a time: 64 KiB, a
+// large object to the Go heap, which starts it on a page. A smaller array
+// of slots, which hold pointers, starts 8 bytes into a cache line (the
+// heap's header for such objects), so no slot array of its own would start
+// a line, and one slot in four would straddle two: buffers whose slots
+// slotIndex puts on different lines would share one.
+const slotChunk = 64 << 10 / int(unsafe.Sizeof(shard.Slot{}))
+
+// newSlots returns n zero slots, n a multiple of 4 (whole lines), starting
+// on a cache line: carved from a chunk of slotChunk slots, or an array of
+// their own past that. The caller holds r.mu.
+func (r *region) newSlots(n int) []shard.Slot {
+	if n > len(r.spare) {
+		r.spare = make([]shard.Slot, max(n, slotChunk))
+	}
+	s := r.spare[:n:n]
+	r.spare = r.spare[n:]
+	return s
 }
 
 // charge charges the budget, if any, for took bytes of runs carve took. The
