@@ -87,7 +87,12 @@ type shard struct {
 	count  atomic.Int64 // entries; written under mu, read by Len without it
 	epoch  uint64       // changes whenever slots may have moved
 
-	segs    []segment // by number; 0 is never used
+	segs []segment // by number; 0 is never used
+	// bases is each segment's first byte, by number (nil for none): what
+	// find and value load to reach an entry, 8 bytes a segment against a
+	// segment's 72, so that a Get's load of it hits the cache. (In a
+	// 3M-entry Map, segs[k].mem's load was a sixth of find's samples.)
+	bases   []unsafe.Pointer
 	freeNum []uint32
 	cur     uint32 // the segment Set appends to; 0 for none
 	seq     uint64
@@ -98,6 +103,11 @@ type shard struct {
 	// Counters, written under mu.
 	stores, frees, failures, grows, releases, evictions uint64
 	_                                                   padding.Pad
+}
+
+// at returns the address of the entry slot v names.
+func (s *shard) at(v uint64) unsafe.Pointer {
+	return unsafe.Add(s.bases[v>>offBits&(1<<segBits-1)], (v&(1<<offBits-1))<<3)
 }
 
 // entry returns the memory of the segment of slot v and the entry's offset
@@ -134,13 +144,12 @@ func keyOf(mem []byte, off int, hdr uint64) []byte {
 	return mem[off+hdrSize : off+hdrSize+k : off+hdrSize+k]
 }
 
-// value returns the value of the entry slot v names, in place.
+// value returns the value of the entry slot v names, in place, which its
+// header bounds inside its segment (no bounds check).
 func (s *shard) value(v uint64) []byte {
-	mem, off := s.entry(v)
-	hdr := header(mem, off)
-	start := off + hdrSize + int(hdr>>32&0xFFFF)
-	end := start + int(uint32(hdr))
-	return mem[start:end:end]
+	p := s.at(v)
+	hdr := atomic.LoadUint64((*uint64)(p))
+	return unsafe.Slice((*byte)(unsafe.Add(p, hdrSize+int(hdr>>32&0xFFFF))), int(uint32(hdr)))
 }
 
 // find returns the slot of key, whose hash is h, and its index in the
@@ -158,8 +167,9 @@ func (s *shard) find(h uint64, key []byte) (uint64, uint64) {
 			return i, 0
 		}
 		if v&^locMask == want {
-			mem, off := s.entry(v)
-			if string(keyOf(mem, off, header(mem, off))) == string(key) {
+			p := s.at(v)
+			k := int(atomic.LoadUint64((*uint64)(p)) >> 32 & 0xFFFF) // see header
+			if string(unsafe.Slice((*byte)(unsafe.Add(p, hdrSize)), k)) == string(key) {
 				return i, v
 			}
 		}
@@ -472,11 +482,14 @@ func (s *shard) newSegment(n int, large bool) (uint32, error) {
 	} else {
 		if len(s.segs) == 0 {
 			s.segs = append(s.segs, segment{}) // number 0 names no segment
+			s.bases = append(s.bases, nil)
 		}
 		num = uint32(len(s.segs))
 		s.segs = append(s.segs, segment{})
+		s.bases = append(s.bases, nil)
 	}
 	s.segs[num] = segment{mem: mem, large: large, region: region}
+	s.bases[num] = unsafe.Pointer(unsafe.SliceData(mem))
 	return num, nil
 }
 
@@ -525,6 +538,7 @@ func (s *shard) dropSegment(num uint32) {
 		panic("memkit/kv: " + err.Error()) // the OS refused munmap of a valid mapping
 	}
 	*c = segment{}
+	s.bases[num] = nil
 	s.freeNum = append(s.freeNum, num)
 	if s.cur == num {
 		s.cur = 0
@@ -812,7 +826,7 @@ func (s *shard) close() (err error) {
 		s.m.bud.Release(int64(len(s.tabMem)))
 		s.releases++
 	}
-	s.segs, s.freeNum, s.tab, s.tabMem, s.cur = nil, nil, nil, nil, 0
+	s.segs, s.bases, s.freeNum, s.tab, s.tabMem, s.cur = nil, nil, nil, nil, nil, 0
 	s.live, s.dead, s.used, s.slack = 0, 0, 0, 0
 	s.count.Store(0)
 	return err
