@@ -56,12 +56,19 @@ func tagOf(h uint64) uint64 { return h >> hashShift & tagMask }
 // loc returns the location part of a slot.
 func loc(seg uint32, off int) uint64 { return uint64(off>>3) | uint64(seg)<<offBits }
 
+// segOf and offOf undo loc: the segment and the offset slot v names.
+func segOf(v uint64) uint32 { return uint32(v >> offBits & (1<<segBits - 1)) }
+func offOf(v uint64) int    { return int(v&(1<<offBits-1)) << 3 }
+
+// keyLen is the key's length in the entry header hdr.
+func keyLen(hdr uint64) int { return int(hdr >> 32 & 0xFFFF) }
+
 // spanOf returns the bytes an entry of a k-byte key and a v-byte value
 // takes: the header and both, rounded up to 8.
 func spanOf(k, v int) int { return (hdrSize + k + v + 7) &^ 7 }
 
 // hdrSpan returns the span of the entry whose header is hdr.
-func hdrSpan(hdr uint64) int { return spanOf(int(hdr>>32&0xFFFF), int(uint32(hdr))) }
+func hdrSpan(hdr uint64) int { return spanOf(keyLen(hdr), int(uint32(hdr))) }
 
 // segment is one piece of memory holding entries back to back.
 type segment struct {
@@ -107,21 +114,24 @@ type shard struct {
 
 // at returns the address of the entry slot v names.
 func (s *shard) at(v uint64) unsafe.Pointer {
-	return unsafe.Add(s.bases[v>>offBits&(1<<segBits-1)], (v&(1<<offBits-1))<<3)
+	return unsafe.Add(s.bases[segOf(v)], offOf(v))
 }
 
 // entry returns the memory of the segment of slot v and the entry's offset
 // in it.
 func (s *shard) entry(v uint64) ([]byte, int) {
-	return s.segs[v>>offBits&(1<<segBits-1)].mem, int(v&(1<<offBits-1)) << 3
+	return s.segs[segOf(v)].mem, offOf(v)
 }
 
 // header returns the header of the entry at off of mem. The load is
 // atomic because readers of an evicting Map set readFlag (touch) while
 // other readers look at the header; a plain load costs the same.
 func header(mem []byte, off int) uint64 {
-	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&mem[off : off+hdrSize][0])))
+	return headerAt(unsafe.Pointer(&mem[off : off+hdrSize][0]))
 }
+
+// headerAt is header for the entry at p (see shard.at).
+func headerAt(p unsafe.Pointer) uint64 { return atomic.LoadUint64((*uint64)(p)) }
 
 // touch marks the entry of slot v as read, for eviction's second chance:
 // one atomic OR the first time after it was stored or spared, a load after.
@@ -140,7 +150,7 @@ func setHeader(mem []byte, off int, hdr uint64) {
 
 // keyOf returns the key of the entry at off of mem.
 func keyOf(mem []byte, off int, hdr uint64) []byte {
-	k := int(hdr >> 32 & 0xFFFF)
+	k := keyLen(hdr)
 	return mem[off+hdrSize : off+hdrSize+k : off+hdrSize+k]
 }
 
@@ -148,8 +158,8 @@ func keyOf(mem []byte, off int, hdr uint64) []byte {
 // header bounds inside its segment (no bounds check).
 func (s *shard) value(v uint64) []byte {
 	p := s.at(v)
-	hdr := atomic.LoadUint64((*uint64)(p))
-	return unsafe.Slice((*byte)(unsafe.Add(p, hdrSize+int(hdr>>32&0xFFFF))), int(uint32(hdr)))
+	hdr := headerAt(p)
+	return unsafe.Slice((*byte)(unsafe.Add(p, hdrSize+keyLen(hdr))), int(uint32(hdr)))
 }
 
 // find returns the slot of key, whose hash is h, and its index in the
@@ -168,7 +178,7 @@ func (s *shard) find(h uint64, key []byte) (uint64, uint64) {
 		}
 		if v&^locMask == want {
 			p := s.at(v)
-			k := int(atomic.LoadUint64((*uint64)(p)) >> 32 & 0xFFFF) // see header
+			k := keyLen(headerAt(p))
 			if string(unsafe.Slice((*byte)(unsafe.Add(p, hdrSize)), k)) == string(key) {
 				return i, v
 			}
@@ -263,7 +273,7 @@ func (s *shard) set(h uint64, key, value []byte) error {
 // new entry (of span bytes) fits in the old one's, and reports whether it
 // did. The bytes left over become a dead filler entry, for compaction.
 func (s *shard) overwrite(v uint64, span int, key, value []byte) bool {
-	num := uint32(v >> offBits & (1<<segBits - 1))
+	num := segOf(v)
 	c := &s.segs[num]
 	mem, off := s.entry(v)
 	hdr := header(mem, off)
@@ -548,7 +558,7 @@ func (s *shard) dropSegment(num uint32) {
 // kill marks the entry of slot v dead, after its slot was removed or
 // replaced, and drops its segment if that leaves it empty.
 func (s *shard) kill(v uint64) {
-	num := uint32(v >> offBits & (1<<segBits - 1))
+	num := segOf(v)
 	c := &s.segs[num]
 	mem, off := s.entry(v)
 	hdr := header(mem, off)
