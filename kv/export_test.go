@@ -124,3 +124,21 @@ func (m *Map) RegionAt(num int) uintptr {
 	}
 	return uintptr(unsafe.Pointer(&r.list[num-1].mem[0]))
 }
+
+// Sweeping returns the number of m's shards with a compaction pass under
+// way.
+func (m *Map) Sweeping() int {
+	n := 0
+	for k := range m.shards {
+		s := &m.shards[k]
+		s.mu.RLock()
+		if s.sweep != 0 {
+			n++
+		}
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// CompactStep is the bytes of entries one step of compaction reads.
+const CompactStep = compactStep

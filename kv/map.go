@@ -8,6 +8,7 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
+	ishard "github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/offheap"
 	"github.com/memkit/memkit/stats"
 )
@@ -30,7 +31,11 @@ const MaxValueLen = 1 << 30
 //
 // Keys hash (hash/maphash, seeded per Map) to one of up to 256 shards, each
 // behind its own sync.RWMutex, with its own index and segments, so readers
-// of a shard run in parallel and writers of different shards do too.
+// of a shard run in parallel and writers of different shards do too. An
+// operation that finds its shard locked by another tries again for up to
+// 50 µs before it blocks (holders keep it for microseconds; a goroutine
+// woken from a block waited ~100 µs for a CPU again, see
+// docs/performance.md).
 // Costs, with k and v the key's and value's length:
 //   - [Map.Get], [Map.Has], [Map.View]: a hash of k, a read lock, a probe of
 //     the index (one 8-byte slot per step; a slot holds 28 bits of the hash,
@@ -52,9 +57,11 @@ const MaxValueLen = 1 << 30
 // grows by doubling when a shard's table is 13/16 full: 10 to 20 bytes per
 // entry. Deleting or overwriting an entry leaves its bytes dead in their
 // segment; once a shard's dead bytes pass 1/32 of its segments' bytes (and
-// 64 KiB), the Set or Delete that pushed them there compacts the segment
-// with the most dead bytes: its live entries slide down over the dead ones
-// and the index follows. The room freed at the segment's end is where later
+// 64 KiB), the shard compacts the segment with the most dead bytes: its
+// live entries slide down over the dead ones and the index follows, 64 KiB
+// of the segment per step, one step in each Set or Delete on the shard
+// until the pass is done (several in one while the dead bytes are past
+// twice the threshold). The room freed at the segment's end is where later
 // Sets append, so overwrites in steady state reuse resident memory without a
 // system call or a page fault; once a shard holds more such room than a
 // quarter segment (or its live bytes, if fewer) plus 1/128 of its entries'
@@ -63,8 +70,8 @@ const MaxValueLen = 1 << 30
 // stays within about 5/128 of the live entries plus a quarter segment per
 // shard, plus up to one partly written page per segment and the index,
 // after any mix of overwrites and deletes of any
-// sizes. Compaction holds only the shard's write lock, for at most one
-// segment's copy (256 KiB): readers of the other shards never wait, and
+// sizes. A step holds only the shard's write lock, for at most 64 KiB of
+// entries read and moved: readers of the other shards never wait, and
 // readers of this one wait at most that long.
 //
 // Past its first 64 MiB of segments, a Map carves segments from 2 MiB
@@ -154,7 +161,7 @@ func (m *Map) hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) }
 // rlock read-locks the shard of h and panics if the Map is closed.
 func (m *Map) rlock(h uint64) *shard {
 	s := m.shardOf(h)
-	s.mu.RLock()
+	ishard.SpinRLock(&s.mu)
 	if s.closed {
 		s.mu.RUnlock()
 		panic(msgClosed)
@@ -165,7 +172,7 @@ func (m *Map) rlock(h uint64) *shard {
 // lock write-locks the shard of h and panics if the Map is closed.
 func (m *Map) lock(h uint64) *shard {
 	s := m.shardOf(h)
-	s.mu.Lock()
+	ishard.SpinLock(&s.mu)
 	if s.closed {
 		s.mu.Unlock()
 		panic(msgClosed)
@@ -235,8 +242,8 @@ func (m *Map) Has(key []byte) bool {
 //
 // The slice is valid only until fn returns: do not keep it, or any slice
 // of it, and do not write to it. fn runs with the key's shard read-locked,
-// so it must be quick and must not call the Map (a Set or Delete in it
-// deadlocks). The checked build (-tags memkitdebug) hands fn a copy that
+// so it must be quick (a writer of the shard spins, then blocks, while fn
+// runs) and must not call the Map (a Set or Delete in it deadlocks). The checked build (-tags memkitdebug) hands fn a copy that
 // it poisons when fn returns: a slice kept and read later reads the poison
 // byte, and one written to is reported as a write after free (by
 // memkit.Leaks, or when the copy leaves the quarantine).

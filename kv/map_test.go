@@ -178,6 +178,53 @@ func TestMap_CompactionReturnsMemory(t *testing.T) {
 	}
 }
 
+// Compaction runs in steps a Set or Delete each, so that no operation holds
+// a shard's lock for a whole segment's slide: a pass spans several Sets,
+// ends within a segment's worth of steps, and between the steps every
+// entry reads back and the bookkeeping holds.
+func TestMap_CompactionInSteps(t *testing.T) {
+	m := mustNew(t, kv.WithShards(1))
+	const n = 400 // ~200 KB of entries: one segment
+	want := make([][]byte, n)
+	for i := range n {
+		want[i] = val(i, 300+i%400)
+		if err := m.Set(fmt.Appendf(nil, "k%d", i), want[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maxSteps := 256<<10/kv.CompactStep + 2
+	passes, run := 0, 0
+	r := rand.New(rand.NewPCG(3, 4))
+	for op := range 4000 {
+		i := r.IntN(n)
+		want[i] = val(op, 300+r.IntN(400))
+		if err := m.Set(fmt.Appendf(nil, "k%d", i), want[i]); err != nil {
+			t.Fatal(err)
+		}
+		if m.Sweeping() == 0 {
+			if run > 0 {
+				passes++
+			}
+			run = 0
+			continue
+		}
+		if run++; run > maxSteps {
+			t.Fatalf("op %d: a pass still under way after %d Sets; want it done within %d", op, run, maxSteps)
+		}
+		if err := m.Check(); err != nil {
+			t.Fatalf("op %d, step %d of a pass: %v", op, run, err)
+		}
+		for j := range n {
+			if got, ok := m.Get(nil, fmt.Appendf(nil, "k%d", j)); !ok || !bytes.Equal(got, want[j]) {
+				t.Fatalf("op %d, step %d of a pass: k%d reads %d bytes, %v; want %d", op, run, j, len(got), ok, len(want[j]))
+			}
+		}
+	}
+	if passes < 5 {
+		t.Fatalf("%d compaction passes spanned more than one Set; want at least 5", passes)
+	}
+}
+
 func TestMap_BudgetIsExact(t *testing.T) {
 	m := mustNew(t, kv.WithBudget(4<<20), kv.WithShards(1))
 	var stored int
