@@ -23,7 +23,9 @@ func TestSpinLock_Excludes(t *testing.T) {
 			var wg sync.WaitGroup
 			var torn atomic.Int64
 			for range writers {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					for range n {
 						shard.SpinLock(&mu)
 						a++
@@ -31,10 +33,12 @@ func TestSpinLock_Excludes(t *testing.T) {
 						b++
 						mu.Unlock()
 					}
-				})
+				}()
 			}
 			for range readers {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					for range n {
 						shard.SpinRLock(&mu)
 						if a != b {
@@ -42,7 +46,7 @@ func TestSpinLock_Excludes(t *testing.T) {
 						}
 						mu.RUnlock()
 					}
-				})
+				}()
 			}
 			wg.Wait()
 			if a != writers*n || b != writers*n || torn.Load() != 0 {
