@@ -8,7 +8,6 @@ import (
 
 	"github.com/memkit/memkit/internal/budget"
 	"github.com/memkit/memkit/internal/checked"
-	ishard "github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/offheap"
 	"github.com/memkit/memkit/stats"
 )
@@ -31,11 +30,7 @@ const MaxValueLen = 1 << 30
 //
 // Keys hash (hash/maphash, seeded per Map) to one of up to 256 shards, each
 // behind its own sync.RWMutex, with its own index and segments, so readers
-// of a shard run in parallel and writers of different shards do too. An
-// operation that finds its shard locked by another tries again for up to
-// 50 µs before it blocks (holders keep it for microseconds; a goroutine
-// woken from a block waited ~100 µs for a CPU again, see
-// docs/performance.md).
+// of a shard run in parallel and writers of different shards do too.
 // Costs, with k and v the key's and value's length:
 //   - [Map.Get], [Map.Has], [Map.View]: a hash of k, a read lock, a probe of
 //     the index (one 8-byte slot per step; a slot holds 28 bits of the hash,
@@ -161,7 +156,7 @@ func (m *Map) hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) }
 // rlock read-locks the shard of h and panics if the Map is closed.
 func (m *Map) rlock(h uint64) *shard {
 	s := m.shardOf(h)
-	ishard.SpinRLock(&s.mu)
+	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
 		panic(msgClosed)
@@ -172,7 +167,7 @@ func (m *Map) rlock(h uint64) *shard {
 // lock write-locks the shard of h and panics if the Map is closed.
 func (m *Map) lock(h uint64) *shard {
 	s := m.shardOf(h)
-	ishard.SpinLock(&s.mu)
+	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		panic(msgClosed)
@@ -242,8 +237,8 @@ func (m *Map) Has(key []byte) bool {
 //
 // The slice is valid only until fn returns: do not keep it, or any slice
 // of it, and do not write to it. fn runs with the key's shard read-locked,
-// so it must be quick (a writer of the shard spins, then blocks, while fn
-// runs) and must not call the Map (a Set or Delete in it deadlocks). The checked build (-tags memkitdebug) hands fn a copy that
+// so it must be quick and must not call the Map (a Set or Delete in it
+// deadlocks). The checked build (-tags memkitdebug) hands fn a copy that
 // it poisons when fn returns: a slice kept and read later reads the poison
 // byte, and one written to is reported as a write after free (by
 // memkit.Leaks, or when the copy leaves the quarantine).

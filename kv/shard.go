@@ -602,11 +602,10 @@ func (s *shard) delete(h uint64, key []byte) bool {
 // maybeCompact does one step of compaction (see compactStep) while a pass
 // is under way, or starts one on the segment with the most dead bytes once
 // the shard's dead bytes pass compactMin and 1/deadShare of its segments.
-// Each step holds the write lock for a bounded time, shorter than the
-// 50 µs an operation that finds the lock held spins before it blocks (see
-// shard.SpinFor): a whole segment's slide in one go, up to 256 KiB, made
-// the other goroutine of memkit bench's RunParallel Set block and its CPU
-// sit idle (1.5-1.8 of 2 CPUs used; 1.93-1.98 in steps). It steps on
+// Each step holds the write lock for a bounded time: a whole segment's
+// slide in one go, up to 256 KiB, made the other goroutine of memkit
+// bench's RunParallel Set block on the lock, and a goroutine woken from a
+// block waited ~100 µs more for a CPU (docs/performance.md). It steps on
 // while the dead bytes are past twice the threshold, so that the steps
 // keep up with any rate of overwrites.
 func (s *shard) maybeCompact() {
