@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	ishard "github.com/memkit/memkit/internal/shard"
+	padding "github.com/memkit/memkit/internal/shard"
 	"github.com/memkit/memkit/offheap"
 	"github.com/memkit/memkit/stats"
 )
@@ -88,7 +88,7 @@ type segment struct {
 
 // shard is one lock's worth of the Map: an index and segments.
 type shard struct {
-	_  ishard.Pad
+	_  padding.Pad
 	mu sync.RWMutex
 	m  *Map
 
@@ -115,7 +115,7 @@ type shard struct {
 
 	// Counters, written under mu.
 	stores, frees, failures, grows, releases, evictions uint64
-	_                                                   ishard.Pad
+	_                                                   padding.Pad
 }
 
 // at returns the address of the entry slot v names.
@@ -152,6 +152,13 @@ func (s *shard) touch(v uint64) {
 // setHeader writes the header of the entry at off of mem.
 func setHeader(mem []byte, off int, hdr uint64) {
 	*(*uint64)(unsafe.Pointer(&mem[off : off+hdrSize][0])) = hdr
+}
+
+// setFiller writes at off of mem a dead entry of span bytes (at least
+// hdrSize), which covers room no entry holds: the end of an overwritten
+// entry's place, or what a compaction step has slid entries out of.
+func setFiller(mem []byte, off, span int) {
+	setHeader(mem, off, deadFlag|uint64(span-hdrSize))
 }
 
 // keyOf returns the key of the entry at off of mem.
@@ -290,7 +297,7 @@ func (s *shard) overwrite(v uint64, span int, key, value []byte) bool {
 	copy(mem[off+hdrSize+len(key):], value)
 	setHeader(mem, off, uint64(len(value))|uint64(len(key))<<32|hdr&^(1<<hdrTagShift-1)) // and not read since
 	if gap := old - span; gap > 0 {
-		setHeader(mem, off+span, deadFlag|uint64(gap-hdrSize))
+		setFiller(mem, off+span, gap)
 		c.dead += gap
 		s.dead += gap
 		s.live -= gap
@@ -689,7 +696,7 @@ func (s *shard) compactStep(num uint32, limit int) bool {
 	s.epoch++
 	if r < c.used {
 		if r > w {
-			setHeader(mem, w, deadFlag|uint64(r-w-hdrSize))
+			setFiller(mem, w, r-w)
 		}
 		c.swept = w
 		return false
