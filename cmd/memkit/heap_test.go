@@ -304,3 +304,27 @@ func TestPrintHeapTargets(t *testing.T) {
 		t.Errorf("targets of a setting that did not run:\n%s", b.String())
 	}
 }
+
+// TestFindStalls checks what counts as a process stall: late operations
+// of every sender with no gap over stallGap between them; one sender late
+// alone, or all of them late but far apart, is not one.
+func TestFindStalls(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	late := []lateOp{
+		// a stall of three senders, out of order: 3 ops
+		{ms(100.2), 1}, {ms(100), 0}, {ms(104), 2},
+		// sender 0 alone, for long: not a stall
+		{ms(500), 0}, {ms(505), 0}, {ms(509), 0},
+		// every sender, but two gaps over stallGap: three groups, none a stall
+		{ms(900), 0}, {ms(911), 1}, {ms(922), 2},
+		// a stall of 5 ops, the gap between them exactly stallGap
+		{ms(2000), 2}, {ms(2010), 0}, {ms(2010), 0}, {ms(2011), 1}, {ms(2012), 2},
+	}
+	n, ops := findStalls(late, 3)
+	if n != 2 || ops != 8 {
+		t.Errorf("findStalls = %d stalls, %d ops; want 2 stalls, 8 ops", n, ops)
+	}
+	if n, ops := findStalls(nil, 4); n != 0 || ops != 0 {
+		t.Errorf("findStalls(nil) = %d, %d; want 0, 0", n, ops)
+	}
+}
