@@ -74,15 +74,15 @@ func (s *shard) check() error {
 	return nil
 }
 
-// SetHugeAfter sets the bytes of segments a Map maps before it carves them
-// from huge-page regions, for the tests; it returns the old value.
-func SetHugeAfter(n int) int {
-	old := hugeAfter
-	hugeAfter = n
+// SetRegionsAfter sets the bytes of segments a Map maps before it carves them
+// from regions, for the tests; it returns the old value.
+func SetRegionsAfter(n int) int {
+	old := regionsAfter
+	regionsAfter = n
 	return old
 }
 
-// Regions returns the huge-page regions m has mapped.
+// Regions returns the regions m has mapped.
 func (m *Map) Regions() int {
 	m.regions.mu.Lock()
 	defer m.regions.mu.Unlock()

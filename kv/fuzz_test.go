@@ -14,7 +14,7 @@ import (
 
 // FuzzMap decodes the input into Set, Get, Has, View, Delete and Range
 // calls on a Map of a fuzzed shape (shards, a budget, eviction, segments
-// from huge-page regions) and checks
+// from regions, huge pages) and checks
 // them against a Go map: every value reads back until it is replaced or
 // deleted (or, with eviction, evicted: then it is absent, never wrong), the
 // stats and the Map's own bookkeeping agree, and the misuse table's
@@ -25,6 +25,7 @@ func FuzzMap(f *testing.F) {
 	f.Add([]byte{0, 1, 5, 10, 1, 5, 2, 5, 3, 5, 4, 1})
 	f.Add([]byte{0x13, 0, 1, 200, 0, 2, 250, 0, 3, 100, 1, 1, 2, 2, 8, 9, 10, 11})
 	f.Add([]byte{0x80, 0, 7, 255, 0, 7, 255, 0, 7, 1, 0, 8, 255, 4, 7, 6, 0})
+	f.Add([]byte{0x31, 0, 1, 200, 0, 2, 250, 0, 3, 100, 1, 1, 2, 2, 8, 9, 10, 11, 0, 1, 7, 3, 1})
 	f.Add([]byte{0x21, 0, 1, 200, 0, 2, 250, 0, 3, 100, 1, 1, 2, 2, 8, 9, 10, 11, 0, 1, 7, 3, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ops := memtest.NewOps(data)
@@ -37,8 +38,11 @@ func FuzzMap(f *testing.F) {
 		if evict {
 			opts = append(opts, kv.WithEviction())
 		}
-		if cfg&0x20 != 0 { // segments carved from huge-page regions from the first
-			defer kv.SetHugeAfter(kv.SetHugeAfter(0))
+		if cfg&0x20 != 0 { // segments carved from regions from the first
+			defer kv.SetRegionsAfter(kv.SetRegionsAfter(0))
+		}
+		if cfg&0x10 != 0 {
+			opts = append(opts, kv.WithHugePages())
 		}
 		m, err := kv.New(opts...)
 		if err != nil {

@@ -70,17 +70,10 @@ const MaxValueLen = 1 << 30
 // readers of this one wait at most that long.
 //
 // Past its first 64 MiB of segments, a Map carves segments from 2 MiB
-// regions advised for transparent huge pages (MADV_HUGEPAGE; Linux, when
-// THP is "madvise" or "always"): entries are read at random places among
-// gigabytes, and with 4 KiB pages nearly every Get would pay a TLB miss
-// besides its cache miss. The price is resident memory: the kernel backs a
-// touched huge page whole, so the unwritten end of each shard's current
-// segment is resident too (at most 256 KiB per shard). A region is unmapped
-// when its last segment is. Such a Map keeps one spare region, mapped and
-// written ahead of need by a goroutine of its own, so that no Set pays a
-// huge page's first-write fault (the kernel zeroing 2 MiB: 4.3 ms each on
-// the 2-core machine of docs/performance.md) inside its shard's lock; the
-// spare is 2 MiB more resident memory.
+// regions (one mmap for eight segments); a region is unmapped when its last
+// segment is. [WithHugePages] advises them for transparent huge pages, a
+// trade of Get's TLB misses on a Map of gigabytes against the stalls of
+// huge pages' first writes: see there.
 //
 // Memory is not zeroed beyond what mmap gives; entries hold only the bytes
 // given to Set.
@@ -129,6 +122,7 @@ func New(opts ...Option) (*Map, error) {
 		heap:    heap,
 		bud:     cfg.New(),
 		evict:   cfg.evict,
+		regions: regions{huge: cfg.huge},
 		segSize: cfg.segSize,
 	}
 	for i := range m.shards {

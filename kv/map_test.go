@@ -407,12 +407,21 @@ func TestMap_GoHeapIndependentOfEntries(t *testing.T) {
 	}
 }
 
-// A large Map carves its segments from huge-page regions: entries read
-// back through overwrites of other sizes (compaction within carved
-// segments), the regions go back as their segments empty, and Close
-// unmaps the rest.
+// A large Map carves its segments from regions: entries read back through
+// overwrites of other sizes (compaction within carved segments), the
+// regions go back as their segments empty, and Close unmaps the rest; with
+// 4 KiB pages (the default) and with huge pages.
 func TestMap_Regions(t *testing.T) {
-	m, closeAndCheck := regionMap(t, kv.WithShards(4))
+	t.Run("pages=4KiB", func(t *testing.T) { testMapRegions(t, false) })
+	t.Run("pages=huge", func(t *testing.T) { testMapRegions(t, true) })
+}
+
+func testMapRegions(t *testing.T, huge bool) {
+	opts := []kv.Option{kv.WithShards(4)}
+	if huge {
+		opts = append(opts, kv.WithHugePages())
+	}
+	m, closeAndCheck := regionMap(t, opts...)
 	const n = 8000 // 4.5 MB of entries: 18 segments, 3 regions at least
 	for round := range 3 {
 		for i := range n {
@@ -425,7 +434,10 @@ func TestMap_Regions(t *testing.T) {
 		}
 	}
 	if r := m.Regions(); r < 3 {
-		t.Fatalf("%d huge-page regions for %d entries; want 3 or more", r, n)
+		t.Fatalf("%d regions for %d entries; want 3 or more", r, n)
+	}
+	if spare := m.Spare(); (spare != 0) != huge {
+		t.Fatalf("spare region at %#x with huge pages %v; want one exactly with huge pages", spare, huge)
 	}
 	for i := range n {
 		if got, ok := m.Get(nil, fmt.Appendf(nil, "k%d", i)); !ok || !bytes.Equal(got, val(i+2, 100+(i*7+600)%1000)) {
@@ -439,21 +451,21 @@ func TestMap_Regions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := m.Regions(); r > 4 { // the shards' current segments may stay
-		t.Fatalf("%d huge-page regions left with the Map empty; want at most one per shard", r)
+		t.Fatalf("%d regions left with the Map empty; want at most one per shard", r)
 	}
 	closeAndCheck()
 }
 
 // regionMap returns a Map made with opts that carves its segments from
-// huge-page regions from the first, and a function that closes it and
+// regions from the first, and a function that closes it and
 // checks that every byte it mapped went back.
 func regionMap(t *testing.T, opts ...kv.Option) (*kv.Map, func()) {
 	t.Helper()
 	if !offheap.MmapAvailable {
 		t.Skip("no mmap here: the Map lives in the Go heap")
 	}
-	old := kv.SetHugeAfter(0)
-	t.Cleanup(func() { kv.SetHugeAfter(old) })
+	old := kv.SetRegionsAfter(0)
+	t.Cleanup(func() { kv.SetRegionsAfter(old) })
 	var before memkit.Stats
 	offheap.ReadStats(&before)
 	m := mustNew(t, opts...)
@@ -470,12 +482,12 @@ func regionMap(t *testing.T, opts ...kv.Option) (*kv.Map, func()) {
 	}
 }
 
-// A Map that carves regions keeps one spare, mapped and touched by a
+// A Map with huge pages keeps one spare region, mapped and touched by a
 // goroutine of its own, and the Set that needs a new region takes it
 // (without the fault of a huge page's first write); Close waits for a
 // spare in preparation and unmaps it.
 func TestMap_SpareRegion(t *testing.T) {
-	m, closeAndCheck := regionMap(t, kv.WithShards(1))
+	m, closeAndCheck := regionMap(t, kv.WithShards(1), kv.WithHugePages())
 	i := 0
 	set := func() {
 		t.Helper()

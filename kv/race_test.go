@@ -16,17 +16,22 @@ import (
 // (small shards, overwrites of changing sizes) and index growth: run with
 // -race. Each goroutine owns its keys, so it knows what each must hold;
 // Range and ReadStats check what they can (a value is one of its key's).
-// It runs with segments mapped one by one and carved from huge-page regions.
+// It runs with segments mapped one by one and carved from regions, of
+// 4 KiB pages and of huge pages (with a spare prepared concurrently).
 func TestMap_Concurrent(t *testing.T) {
-	t.Run("segments=mapped", testMapConcurrent)
+	t.Run("segments=mapped", func(t *testing.T) { testMapConcurrent(t) })
 	t.Run("segments=regions", func(t *testing.T) {
-		defer kv.SetHugeAfter(kv.SetHugeAfter(0))
+		defer kv.SetRegionsAfter(kv.SetRegionsAfter(0))
 		testMapConcurrent(t)
+	})
+	t.Run("segments=huge-regions", func(t *testing.T) {
+		defer kv.SetRegionsAfter(kv.SetRegionsAfter(0))
+		testMapConcurrent(t, kv.WithHugePages())
 	})
 }
 
-func testMapConcurrent(t *testing.T) {
-	m := mustNew(t, kv.WithShards(2))
+func testMapConcurrent(t *testing.T, opts ...kv.Option) {
+	m := mustNew(t, append([]kv.Option{kv.WithShards(2)}, opts...)...)
 	const workers, rounds = 4, 6
 	keys := 2000
 	if race.Enabled || checked.Enabled {

@@ -6,39 +6,48 @@ import (
 	"github.com/memkit/memkit/offheap"
 )
 
-// Where segments come from. A Map's first hugeAfter bytes of normal
-// segments are mappings of their own, so that a small Map keeps only the
-// pages it writes. Past that, segments are carved from regions of
-// regionSize bytes advised for transparent huge pages (offheap.AllocHuge),
-// regionSegs to a region: an entry is read at a random place among
-// gigabytes, and with 4 KiB pages nearly every Get of a large Map then pays a
-// TLB miss (a nested page walk on a virtual machine) besides its cache miss.
-// A 2 MiB page maps what 512 small ones do. The cost is resident memory: the
-// kernel backs a region's touched huge page whole, so the unwritten end of a
-// shard's current segment is resident too (up to one segment per shard).
+// Where segments come from. A Map's first regionsAfter bytes of normal
+// segments are mappings of their own. Past that, segments are carved from
+// regions of regionSize bytes, regionSegs to a region: one mmap for eight
+// segments, and, with WithHugePages, one transparent huge page
+// (offheap.AllocHuge).
 const (
 	regionSize = 2 << 20
 	regionSegs = regionSize / segSize
 )
 
-// hugeAfter is a variable for the tests, which carve from regions at once.
-var hugeAfter = 64 << 20
+// regionsAfter is a variable for the tests, which carve from regions at
+// once.
+var regionsAfter = 64 << 20
 
-// A region's first write faults its whole huge page in: the kernel zeroes
-// 2 MiB (and, on a virtual machine, the host may back them), which took
-// 4.3 ms a fault in a 3M-entry Map's overwrites here. Done by the Set that
-// needed the segment, that was a stall inside the shard's write lock and on
-// the sender's P, 21 times in 14 s while the Map's dead bytes grew to their
-// compaction threshold, where the operation latency's 99.9th percentile
-// lives. So once a Map carves regions it keeps one spare, mapped and
-// touched ahead of need by a goroutine of its own, and a Set that needs a
-// region takes it without a fault; the price is one region (2 MiB) resident
-// before it is used.
+// Huge pages are an option, not the default, because of what their first
+// write costs. An entry is read at a random place among gigabytes, and
+// with 4 KiB pages a Get pays a TLB miss (a nested page walk on a virtual
+// machine) besides its cache miss: a serial random Get of a 3M-entry,
+// 1.8 GB Map took 720-727 ns with huge-page regions against 813-853 with
+// 4 KiB pages. But a huge page's first write faults it in whole (the
+// kernel zeroes 2 MiB, and a virtual machine's host backs them: 4.3-5.6
+// ms a fault on the 2-core VM of docs/performance.md), and there each such
+// fault stalled the whole process, not only its own thread: memkit heap's
+// four senders were all over 2.5 ms late at once 21-42 times in 25 s
+// (13 runs) against 10-15 without huge pages (3 runs; 10-14 with no store
+// at all), and p99.9 latency was 3.0-3.9 ms against 2.5-2.9. Writing the
+// region ahead in a goroutine of its own did not help, nor populating it
+// in a system call (MADV_POPULATE_WRITE), nor collapsing 4 KiB pages into
+// a huge page afterwards (MADV_COLLAPSE). Filling the Map took 3.8-4.0 s
+// against 0.9 s. The CPU per operation of those runs did not tell the two
+// apart (2.5-3.1 µs either way: the load generator's share is most of it).
+// With WithHugePages a Map keeps one spare region, mapped and
+// written ahead of need by a goroutine of its own, so that at least no
+// Set pays the fault inside its shard's lock; the price is one region
+// (2 MiB) resident before it is used, and the unwritten end of each
+// shard's current segment, resident with its huge page.
 
 // regions is a Map's set of huge-page regions and its count of normal
 // segment bytes; the shards take segments from it under its mutex, once per
 // segment's worth of entries.
 type regions struct {
+	huge   bool // WithHugePages: regions advised for huge pages, with a spare
 	mu     sync.Mutex
 	list   []region // by number - 1; a freed region's mem is nil
 	free   []int    // numbers of regions with a free slot
@@ -61,7 +70,7 @@ type region struct {
 func (r *regions) segment(heap *offheap.Allocator) ([]byte, int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.normal < hugeAfter || !offheap.MmapAvailable {
+	if r.normal < regionsAfter || !offheap.MmapAvailable {
 		mem, err := heap.Alloc(segSize)
 		if err == nil {
 			r.normal += segSize
@@ -69,15 +78,10 @@ func (r *regions) segment(heap *offheap.Allocator) ([]byte, int, error) {
 		return mem, 0, err
 	}
 	if len(r.free) == 0 {
-		mem := r.spare
-		r.spare = nil
-		if mem == nil {
-			var err error
-			if mem, err = heap.AllocHuge(regionSize); err != nil {
-				return nil, 0, err
-			}
+		mem, err := r.take(heap)
+		if err != nil {
+			return nil, 0, err
 		}
-		r.prepare(heap)
 		num := len(r.list) + 1
 		for i := range r.list { // reuse the number of a freed region
 			if r.list[i].mem == nil {
@@ -103,6 +107,24 @@ func (r *regions) segment(heap *offheap.Allocator) ([]byte, int, error) {
 	}
 	r.normal += segSize
 	return g.mem[slot*segSize : (slot+1)*segSize : (slot+1)*segSize], num, nil
+}
+
+// take returns a new region: with huge pages the spare, if one is ready,
+// and it starts preparing the next.
+func (r *regions) take(heap *offheap.Allocator) ([]byte, error) {
+	if !r.huge {
+		return heap.Alloc(regionSize)
+	}
+	mem := r.spare
+	r.spare = nil
+	if mem == nil {
+		var err error
+		if mem, err = heap.AllocHuge(regionSize); err != nil {
+			return nil, err
+		}
+	}
+	r.prepare(heap)
+	return mem, nil
 }
 
 // prepare starts a goroutine that maps and touches the next spare region,
