@@ -57,8 +57,10 @@ func WithShards(n int) Option { return func(c *config) { c.shards = n } }
 // write, which the kernel serves by zeroing 2 MiB: 4.3-5.6 ms there, during
 // which the whole process stalled (a load generator's senders were all late
 // at once two to three times as often, and p99.9 latency rose by a third),
-// and filling the Map took four times as long; and resident memory, since a
-// touched huge page is resident whole. The Map keeps one region (2 MiB)
+// and filling the Map took four times as long (writing the region ahead,
+// MADV_POPULATE_WRITE and MADV_COLLAPSE all stalled it alike); and
+// resident memory, since a touched huge page is resident whole. The Map
+// keeps one region (2 MiB)
 // written ahead of need by a goroutine of its own, so that a Set does not
 // pay the fault inside its shard's lock. Measure with your workload before
 // you turn it on: on a machine whose huge-page faults are cheap it is a

@@ -20,30 +20,17 @@ const (
 // once.
 var regionsAfter = 64 << 20
 
-// Huge pages are an option, not the default, because of what their first
-// write costs. An entry is read at a random place among gigabytes, and
-// with 4 KiB pages a Get pays a TLB miss (a nested page walk on a virtual
-// machine) besides its cache miss: a serial random Get of a 3M-entry,
-// 1.8 GB Map took 720-727 ns with huge-page regions against 813-853 with
-// 4 KiB pages. But a huge page's first write faults it in whole (the
-// kernel zeroes 2 MiB, and a virtual machine's host backs them: 4.3-5.6
-// ms a fault on the 2-core VM of docs/performance.md), and there each such
-// fault stalled the whole process, not only its own thread: memkit heap's
-// four senders were all over 2.5 ms late at once 21-42 times in 25 s
-// (13 runs) against 10-15 without huge pages (3 runs; 10-14 with no store
-// at all), and p99.9 latency was 3.0-3.9 ms against 2.5-2.9. Writing the
-// region ahead in a goroutine of its own did not help, nor populating it
-// in a system call (MADV_POPULATE_WRITE), nor collapsing 4 KiB pages into
-// a huge page afterwards (MADV_COLLAPSE). Filling the Map took 3.8-4.0 s
-// against 0.9 s. The CPU per operation of those runs did not tell the two
-// apart (2.5-3.1 µs either way: the load generator's share is most of it).
-// With WithHugePages a Map keeps one spare region, mapped and
-// written ahead of need by a goroutine of its own, so that at least no
-// Set pays the fault inside its shard's lock; the price is one region
-// (2 MiB) resident before it is used, and the unwritten end of each
-// shard's current segment, resident with its huge page.
+// Huge pages are an option (WithHugePages, whose doc gives the measured
+// trade: a Get's TLB miss against a whole-process stall at each huge
+// page's first write on the VM of docs/performance.md), not the default.
+// With them a Map keeps one spare region, mapped and written ahead of need
+// by a goroutine of its own, so that no Set pays the fault inside its
+// shard's lock; the price is one region (2 MiB) resident before it is
+// used, and the unwritten end of each shard's current segment, resident
+// with its huge page. Regions of 4 KiB pages need no spare: a Set's append
+// faults one small page at a time.
 
-// regions is a Map's set of huge-page regions and its count of normal
+// regions is a Map's set of regions and its count of normal
 // segment bytes; the shards take segments from it under its mutex, once per
 // segment's worth of entries.
 type regions struct {

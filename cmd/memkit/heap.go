@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -259,7 +258,7 @@ func runHeapChild(stdout io.Writer, args []string) error {
 	var wg sync.WaitGroup
 	for w := range per {
 		hw := &per[w]
-		hw.start, hw.late = start, make([]lateOp, 0, 1024)
+		hw.late = make([]lateOp, 0, 1024)
 		hw.sched = newSchedule(realClock{}, start.Add(interval*time.Duration(w)/time.Duration(c.workers)),
 			interval, start.Add(c.duration), c.duration).withTick(c.tick, start.Add(c.tick*time.Duration(w)/time.Duration(c.workers)))
 		wg.Add(1)
@@ -328,7 +327,6 @@ func us(d time.Duration) float64 { return float64(d) / 1e3 }
 type heapWorker struct {
 	sched                *schedule
 	lat                  latencyHist
-	start                time.Time
 	late                 []lateOp // operations more than stallLate late
 	ops, misses, corrupt uint64
 	err                  error
@@ -366,10 +364,10 @@ const (
 	stallGap  = 10 * time.Millisecond   // late operations further apart are two stalls
 )
 
-// lateOp is an operation more than stallLate late: its due time from the
-// run's start and its sender.
+// lateOp is an operation more than stallLate late: its due time and its
+// sender.
 type lateOp struct {
-	at     time.Duration
+	at     time.Time
 	sender int
 }
 
@@ -378,12 +376,12 @@ type lateOp struct {
 // of the senders was late (one sender's bad luck is not a stall of the
 // process) and the operations late in those.
 func findStalls(late []lateOp, senders int) (n int, ops uint64) {
-	slices.SortFunc(late, func(a, b lateOp) int { return cmp.Compare(a.at, b.at) })
+	slices.SortFunc(late, func(a, b lateOp) int { return a.at.Compare(b.at) })
 	seen := make([]bool, senders)
 	for i := 0; i < len(late); {
 		j, count := i, 0
 		clear(seen)
-		for ; j < len(late) && (j == i || late[j].at-late[j-1].at <= stallGap); j++ {
+		for ; j < len(late) && (j == i || late[j].at.Sub(late[j-1].at) <= stallGap); j++ {
 			if !seen[late[j].sender] {
 				seen[late[j].sender] = true
 				count++
@@ -436,7 +434,7 @@ func (hw *heapWorker) run(s kvStore, c *heapConfig, w int, gens []uint32) {
 		l := time.Since(due)
 		hw.lat.record(l)
 		if l > stallLate {
-			hw.late = append(hw.late, lateOp{due.Sub(hw.start), w})
+			hw.late = append(hw.late, lateOp{due, w})
 		}
 		hw.ops++
 	}

@@ -309,7 +309,8 @@ func TestPrintHeapTargets(t *testing.T) {
 // of every sender with no gap over stallGap between them; one sender late
 // alone, or all of them late but far apart, is not one.
 func TestFindStalls(t *testing.T) {
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	t0 := time.Now()
+	ms := func(f float64) time.Time { return t0.Add(time.Duration(f * float64(time.Millisecond))) }
 	late := []lateOp{
 		// a stall of three senders, out of order: 3 ops
 		{ms(100.2), 1}, {ms(100), 0}, {ms(104), 2},
