@@ -145,7 +145,7 @@ func (a *Arena) quarantined() bool {
 // tracker holds for it: of its allocation, and of its free if it is free.
 func (a *Arena) misuse(op, kind string, s *slab, i int32, detail string) {
 	p := chunkAddr(s, i)
-	if s.chunks[i].refs <= 0 {
+	if s.chunks[i].loadRefs() <= 0 {
 		panic(report(a.chk.trk, op, kind, p, a.chk.trk.Freed(p), true, detail))
 	}
 	panic(report(a.chk.trk, op, kind, p, a.chk.trk.Lookup(p), false, detail))
@@ -208,11 +208,11 @@ func (a *Arena) staleLoc(op string, l Loc) {
 	ch := &s.chunks[i]
 	p := chunkAddr(s, i)
 	var r *checked.Record
-	if ch.refs <= 0 && (ch.gen-1)&genMask == l.gen() {
+	if ch.loadRefs() <= 0 && (ch.loadGen()-1)&genMask == l.gen() {
 		r = a.chk.trk.Freed(p)
 	}
 	panic(report(a.chk.trk, op, checked.StaleHandle, p, r, true,
-		fmt.Sprintf("a Loc of generation %d; the chunk is at generation %d (mod %d)", l.gen(), ch.gen&genMask, genMask+1)))
+		fmt.Sprintf("a Loc of generation %d; the chunk is at generation %d (mod %d)", l.gen(), ch.loadGen()&genMask, genMask+1)))
 }
 
 // report is trk.Report (whose stacks, captured with checked.SkipWithin,

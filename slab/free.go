@@ -14,7 +14,7 @@ import (
 // chunk of the arena.
 func (a *Arena) AddRef(buf []byte) {
 	s, i := a.mustChunkOf(buf)
-	if checked.Enabled && s.chunks[i].refs <= 0 {
+	if checked.Enabled && s.chunks[i].loadRefs() <= 0 {
 		a.misuse("AddRef", checked.StaleHandle, s, i, "a buffer of a freed chunk")
 	}
 	a.addRef(&s.chunks[i], msgAddRefFree)
@@ -25,10 +25,10 @@ func (a *Arena) addRef(ch *chunk, msg string) { a.addRefN(ch, 1, msg) }
 // addRefN adds n > 0 references to ch, and panics with msg if it is free
 // and with "memkit/slab: reference count overflow" past math.MaxInt32.
 func (a *Arena) addRefN(ch *chunk, n int32, msg string) {
-	if ch.refs <= 0 {
+	if ch.loadRefs() <= 0 {
 		panic(msg)
 	}
-	if ch.refs > math.MaxInt32-n {
+	if ch.loadRefs() > math.MaxInt32-n {
 		panic(msgRefOverflow)
 	}
 	a.addRefs(ch, n)
@@ -45,7 +45,7 @@ func (a *Arena) addRefN(ch *chunk, n int32, msg string) {
 func (a *Arena) AddRefN(buf []byte, n int) {
 	mustCount(n)
 	s, i := a.mustChunkOf(buf)
-	if checked.Enabled && s.chunks[i].refs <= 0 {
+	if checked.Enabled && s.chunks[i].loadRefs() <= 0 {
 		a.misuse("AddRefN", checked.StaleHandle, s, i, "a buffer of a freed chunk")
 	}
 	a.addRefN(&s.chunks[i], int32(min(n, math.MaxInt32)), msgAddRefNFree)
@@ -86,11 +86,11 @@ func (a *Arena) DecRef(buf []byte) bool {
 		return a.decRefSlow(buf)
 	}
 	ch := s.chunkAt(int32(i))
-	if ch.refs != 1 || s.links != nil {
+	if ch.loadRefs() != 1 || s.links != nil {
 		return a.decRefSlow(buf)
 	}
 	ch.setRefs(0)
-	ch.gen++
+	ch.bumpGen()
 	s.cl.freed()
 	if a.pushFree(s, ch, int32(i)) {
 		a.slabChanged(s.cl, s)
@@ -106,12 +106,12 @@ func (a *Arena) decRefSlow(buf []byte) bool {
 		panic(a.foreignDecRef(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))))
 	}
 	ch := s.chunkAt(i)
-	if ch.refs != 1 || s.links != nil || s.idle != nil || checked.Enabled {
+	if ch.loadRefs() != 1 || s.links != nil || s.idle != nil || checked.Enabled {
 		return a.decRef(s, i) // a Shared's chunk goes back to its idle set there
 	}
 	// The last reference to an unchained chunk, as on the hot path.
 	ch.setRefs(0)
-	ch.gen++
+	ch.bumpGen()
 	s.cl.freed()
 	if a.pushFree(s, ch, i) {
 		a.slabChanged(s.cl, s)
@@ -132,14 +132,14 @@ func (a *Arena) foreignDecRef(p uintptr) string {
 
 func (a *Arena) decRef(s *slab, i int32) bool {
 	ch := &s.chunks[i]
-	if ch.refs <= 0 {
+	if ch.loadRefs() <= 0 {
 		a.badFrees.Add(1)
 		if checked.Enabled {
 			a.misuse("DecRef", checked.DoubleFree, s, i, "")
 		}
 		panic(msgDecRefFree)
 	}
-	if s.links != nil && ch.refs <= s.links[i].preds {
+	if s.links != nil && ch.loadRefs() <= s.links[i].preds {
 		a.badFrees.Add(1)
 		if checked.Enabled {
 			a.chainedMisuse(s, i)
@@ -172,7 +172,7 @@ func (a *Arena) freeChunk(s *slab, i int32) {
 // putChunk pushes chunk i of s on its slab's free list.
 func (a *Arena) putChunk(s *slab, i int32) {
 	ch := &s.chunks[i]
-	ch.gen++
+	ch.bumpGen()
 	if s.idle != nil && s.toIdle(i) {
 		return // a Shared's chunk, idle in its class's set again
 	}

@@ -99,7 +99,7 @@ func chunkBuf(s *slab, i int32) []byte {
 // free chunk.
 func (a *Arena) BufToLoc(buf []byte) Loc {
 	s, i := a.mustLive(buf, "BufToLoc")
-	return makeLoc(a.tag|(uint32(s.num)+1), i, s.chunks[i].gen)
+	return makeLoc(a.tag|(uint32(s.num)+1), i, s.chunks[i].loadGen())
 }
 
 // liveLoc returns the slab of l, or nil if l is nil or stale.
@@ -116,7 +116,7 @@ func (a *Arena) liveLoc(l Loc) *slab {
 	if s == nil || int(l.chunk()) >= len(s.chunks) {
 		return nil
 	}
-	if ch := &s.chunks[l.chunk()]; ch.gen&genMask != l.gen() || ch.refs <= 0 {
+	if ch := &s.chunks[l.chunk()]; ch.loadGen()&genMask != l.gen() || ch.loadRefs() <= 0 {
 		return nil
 	}
 	return s

@@ -958,7 +958,7 @@ func (sh *Shared) DecRef(buf []byte) bool {
 				f := s.frontAt(int32(i))
 				if t := f.slot.Take(); t != nil {
 					ch.setRefs(0)
-					ch.gen++
+					ch.bumpGen()
 					f.countFree()
 					s.idle.Put(t)
 					return true
@@ -990,7 +990,7 @@ func (sh *Shared) freeLast(s *slab, i int32) {
 	if !s.chained() {
 		f := s.frontAt(i)
 		if t := f.slot.Take(); t != nil {
-			s.chunkAt(i).gen++
+			s.chunkAt(i).bumpGen()
 			f.countFree()
 			s.idle.Put(t)
 			return

@@ -898,3 +898,51 @@ func TestShared_SlabsSharingAGranule(t *testing.T) {
 		t.Fatalf("live %d, bad frees %d; want 0 and %d", st.LiveObjects, st.BadFrees, len(bufs))
 	}
 }
+
+// A Loc's lookup under its shard's lock reads the chunk's count and
+// generation while other goroutines change them without the lock: another
+// holder's DecRef, and the free and reuse of the chunk a stale Loc named.
+// Every result must be the one the model expects; run with -race, which
+// reports a plain access beside those lock-free ones.
+func TestShared_LocLookupBesideLockFreeFrees(t *testing.T) {
+	const rounds = 2000
+	sh := mustShared(t, 64, 4096, slab.WithShards(1))
+	held := sh.Alloc(64)
+	l := sh.BufToLoc(held)
+	gone := sh.Alloc(64)
+	stale := sh.BufToLoc(gone)
+	sh.DecRef(gone)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { // another holder of held; and a goroutine reusing stale's chunk
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			sh.AddRef(held)
+			if sh.DecRef(held) {
+				done <- fmt.Errorf("DecRef of a second holder freed the chunk")
+				return
+			}
+			sh.DecRef(sh.Alloc(64))
+		}
+	}()
+	for range rounds {
+		if got := sh.LocToBuf(l); unsafe.SliceData(got) != unsafe.SliceData(held) || len(got) != 64 {
+			t.Fatalf("LocToBuf of a live Loc: %d bytes at %p; want the 64 at %p", len(got), got, held)
+		}
+		if got := panicValue(func() { sh.LocToBuf(stale) }); !panicIs(got, "memkit/slab: stale handle", checked.StaleHandle) {
+			t.Fatalf("LocToBuf of a stale Loc: panic %q", got)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !sh.DecRef(held) {
+		t.Fatal("the last DecRef did not free the chunk")
+	}
+}

@@ -111,6 +111,38 @@ func (ch *chunk) setRefs(v int32) {
 	ch.refs = v
 }
 
+// loadRefs reads ch's reference count, as setRefs writes it: under a
+// shard's lock of a [Shared], another holder's DecRef may change the count
+// without the lock meanwhile, so the load is atomic under the race
+// detector, which would report a plain one beside that atomic add.
+func (ch *chunk) loadRefs() int32 {
+	if race.Enabled {
+		return atomic.LoadInt32(&ch.refs)
+	}
+	return ch.refs
+}
+
+// bumpGen counts a free of ch in its generation, which makes every Loc of
+// the allocation stale. A [Shared]'s DecRef does it without the lock while
+// a stale Loc's lookup may read the generation under it (misuse, which
+// must still panic): a word-sized store cannot tear, and under the race
+// detector the add is atomic.
+func (ch *chunk) bumpGen() {
+	if race.Enabled {
+		atomic.AddUint32(&ch.gen, 1)
+		return
+	}
+	ch.gen++
+}
+
+// loadGen reads ch's generation, as bumpGen writes it.
+func (ch *chunk) loadGen() uint32 {
+	if race.Enabled {
+		return atomic.LoadUint32(&ch.gen)
+	}
+	return ch.gen
+}
+
 // addRefs adds d to ch's reference count and returns the new count: with
 // one atomic add in a shard of a Shared, whose holders also change counts
 // without the shard's lock, a plain one otherwise.
@@ -273,7 +305,7 @@ func (a *Arena) release(s *slab) {
 	// this one may hold.
 	g := s.gen0
 	for i := range s.chunks[:s.fresh] {
-		g = max(g, s.chunks[i].gen)
+		g = max(g, s.chunks[i].loadGen())
 	}
 	a.numGen[s.num] = g + 1
 	a.slabs[s.num] = nil
@@ -387,7 +419,7 @@ func (a *Arena) mustChunkOf(buf []byte) (*slab, int32) {
 // not yet freed, or a re-slice of one. It never panics.
 func (a *Arena) Owns(buf []byte) bool {
 	s, i := a.chunkOf(buf)
-	return s != nil && s.chunks[i].refs > 0
+	return s != nil && s.chunks[i].loadRefs() > 0
 }
 
 // mustLive returns the slab and chunk of buf, and panics unless buf is a
@@ -395,7 +427,7 @@ func (a *Arena) Owns(buf []byte) bool {
 // StaleHandle report of op in the checked build) for a freed one.
 func (a *Arena) mustLive(buf []byte, op string) (*slab, int32) {
 	s, i := a.mustChunkOf(buf)
-	if s.chunks[i].refs <= 0 {
+	if s.chunks[i].loadRefs() <= 0 {
 		if checked.Enabled {
 			a.misuse(op, checked.StaleHandle, s, i, "a buffer of a freed chunk")
 		}
