@@ -1,6 +1,8 @@
 package kv_test
 
 import (
+	"encoding/binary"
+	"flag"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -201,4 +203,71 @@ func BenchmarkMap_Contended(b *testing.B) {
 			})
 		})
 	}
+}
+
+var largeEntries = flag.Int("kv.large", 1<<20, "entries of BenchmarkMap_OverwriteLarge's Map")
+
+// large is BenchmarkMap_OverwriteLarge's Map, filled once per process.
+var large struct {
+	once   sync.Once
+	m      *kv.Map
+	n      uint32
+	x      uint32 // the random sequence, continued from call to call
+	values [][]byte
+}
+
+// largeKey writes the 8-byte key of entry i to dst.
+func largeKey(dst *[8]byte, i uint32) []byte {
+	binary.LittleEndian.PutUint64(dst[:], uint64(i)*0x9E3779B97F4A7C15)
+	return dst[:]
+}
+
+// BenchmarkMap_OverwriteLarge overwrites random entries of a Map far
+// larger than the CPU's caches (-kv.large entries of 100-1100 bytes; 2^20
+// by default, ~600 MiB; memkit heap's 3,000,000 is ~1.8 GB) with values
+// of random sizes, after as many overwrites as it has entries: past the
+// Map's first phase, it compacts in step with the overwrites
+// (docs/performance.md), and a compaction step's loads are what it
+// measures beside Set's own: the index slot and the entry of each entry
+// it moves. With -short, 2^16 entries at most.
+func BenchmarkMap_OverwriteLarge(b *testing.B) {
+	large.once.Do(func() {
+		m, err := kv.New()
+		if err != nil {
+			b.Fatal(err)
+		}
+		large.m, large.n = m, uint32(*largeEntries)
+		if testing.Short() { // the CI's run of every benchmark once
+			large.n = min(large.n, 1<<16)
+		}
+		for i := range 256 {
+			large.values = append(large.values, val(i, 100+(i*7877)%1001))
+		}
+		var k [8]byte
+		for i := range large.n {
+			if err := m.Set(largeKey(&k, i), large.values[i%256]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		x := uint32(7)
+		defer func() { large.x = x }()
+		for range large.n {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			if err := m.Set(largeKey(&k, x%large.n), large.values[x>>24]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportAllocs()
+	var k [8]byte
+	x := large.x
+	for b.Loop() {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		large.m.Set(largeKey(&k, x%large.n), large.values[x>>24])
+	}
+	large.x = x // a sequence run again would overwrite each entry with its size, in place
 }

@@ -109,6 +109,7 @@ type shard struct {
 	cur     uint32 // the segment Set appends to; 0 for none
 	seq     uint64
 	sweep   uint32 // the segment a compaction in progress works on; 0 for none
+	sink    uint64 // what warm loaded, stored so that its loads are kept
 
 	live, dead, used int // bytes of live entries, dead ones, all in normal segments
 	slack            int // bytes touched past used in normal segments: resident, free to append to
@@ -670,6 +671,7 @@ func (s *shard) compactStep(num uint32, limit int) bool {
 			r += hdrSpan(hdr) // the last step's filler, which grows each step
 		}
 	}
+	s.warm(mem, r, min(r+limit, c.used))
 	for end := r + limit; r < c.used && r < end; {
 		hdr := header(mem, r)
 		span := hdrSpan(hdr)
@@ -711,6 +713,29 @@ func (s *shard) compactStep(num uint32, limit int) bool {
 		s.makeCurrent(num)
 	}
 	return true
+}
+
+// warm loads every cache line of entries [r, end) of a segment, and then
+// the index slot where the probe of each live entry among them starts,
+// before a compaction step reads them: independent loads, which the CPU
+// overlaps, where the step's own wait for each other (an entry's place is
+// in the header before it, and what follows a slot's probe depends on
+// the slot).
+func (s *shard) warm(mem []byte, r, end int) {
+	var acc uint64
+	for p := r; p < end; p += 64 {
+		acc += uint64(mem[p])
+	}
+	if s.mask <= hdrTagMask {
+		for p := r; p < end; {
+			hdr := header(mem, p)
+			if hdr&deadFlag == 0 {
+				acc += s.tab[hdr>>hdrTagShift&s.mask]
+			}
+			p += hdrSpan(hdr)
+		}
+	}
+	s.sink = acc
 }
 
 // curRoom returns the bytes at the end of the current segment that were
