@@ -718,9 +718,9 @@ func (s *shard) compactStep(num uint32, limit int) bool {
 // warm loads every cache line of entries [r, end) of a segment, and then
 // the index slot where the probe of each live entry among them starts,
 // before a compaction step reads them: independent loads, which the CPU
-// overlaps, where the step's own wait for each other (an entry's place is
-// in the header before it, and what follows a slot's probe depends on
-// the slot).
+// overlaps, where the step's own loads wait on each other (an entry's
+// place is in the header before it, and what follows a slot's probe
+// depends on the slot).
 func (s *shard) warm(mem []byte, r, end int) {
 	var acc uint64
 	for p := r; p < end; p += 64 {
