@@ -156,9 +156,7 @@ func BenchmarkMap_SetRandom(b *testing.B) {
 			b.ReportAllocs()
 			x := uint32(1)
 			for range b.N {
-				x ^= x << 13
-				x ^= x >> 17
-				x ^= x << 5
+				x = xorshift32(x)
 				st.s.Set(keys[x%benchKeys], values[x>>24])
 			}
 		})
@@ -252,9 +250,7 @@ func BenchmarkMap_OverwriteLarge(b *testing.B) {
 		x := uint32(7)
 		defer func() { large.x = x }()
 		for range large.n {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
+			x = xorshift32(x)
 			if err := m.Set(largeKey(&k, x%large.n), large.values[x>>24]); err != nil {
 				b.Fatal(err)
 			}
@@ -264,10 +260,17 @@ func BenchmarkMap_OverwriteLarge(b *testing.B) {
 	var k [8]byte
 	x := large.x
 	for b.Loop() {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
+		x = xorshift32(x)
 		large.m.Set(largeKey(&k, x%large.n), large.values[x>>24])
 	}
 	large.x = x // a sequence run again would overwrite each entry with its size, in place
+}
+
+// xorshift32 is the benchmarks' random sequence: the next of x, never 0
+// for an x that is not.
+func xorshift32(x uint32) uint32 {
+	x ^= x << 13
+	x ^= x >> 17
+	x ^= x << 5
+	return x
 }
